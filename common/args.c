@@ -1,0 +1,132 @@
+// args.c: getopt_long with validated numbers and a generated --help.
+#define _GNU_SOURCE  // getopt_long
+#include "args.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"  // EXIT_USAGE
+
+#define MAX_OPTIONS 64
+
+void usage_error(const char *prog, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(EXIT_USAGE);
+}
+
+static void print_usage(const char *prog, const char *summary, const arg_spec *specs, int nspecs)
+{
+    printf("usage: %s [options]\n%s\n\noptions:\n", prog, summary);
+    for (int i = 0; i < nspecs; i++) {
+        const arg_spec *s = &specs[i];
+        char left[64];
+        if (s->kind == ARG_FLAG)
+            snprintf(left, sizeof left, "--%s", s->name);
+        else
+            snprintf(left, sizeof left, "--%s %s", s->name, s->metavar ? s->metavar : "X");
+        printf("  %-26s %s", left, s->help);
+        switch (s->kind) {
+        case ARG_INT:
+            printf(" (%g..%g, default %d)", s->min, s->max, *(int *)s->value);
+            break;
+        case ARG_DOUBLE:
+            printf(" (%g..%g, default %g)", s->min, s->max, *(double *)s->value);
+            break;
+        case ARG_STRING:
+            if (*(const char **)s->value) printf(" (default %s)", *(const char **)s->value);
+            break;
+        case ARG_FLAG:
+            break;
+        }
+        putchar('\n');
+    }
+    printf("  %-26s %s\n", "--help", "show this help and exit");
+    printf("\nexit codes: 0 success, 1 a check failed or a runtime error, 2 bad usage, 3 no usable GPU\n");
+}
+
+// Reads a whole number: digits only (an optional sign), nothing after them.
+static int parse_int(const char *text, long long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE) return 0;
+    *out = v;
+    return 1;
+}
+
+static int parse_double(const char *text, double *out)
+{
+    char *end = NULL;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (end == text || *end != '\0' || errno == ERANGE || !isfinite(v)) return 0;
+    *out = v;
+    return 1;
+}
+
+static void set_value(const char *prog, const arg_spec *s, const char *text)
+{
+    if (s->kind == ARG_STRING) {
+        if (text[0] == '\0') usage_error(prog, "--%s expects a value, got ''", s->name);
+        *(const char **)s->value = text;
+    } else if (s->kind == ARG_INT) {
+        long long v;
+        if (!parse_int(text, &v) || v < s->min || v > s->max)
+            usage_error(prog, "--%s expects an integer from %.0f to %.0f, got '%s'", s->name, s->min,
+                        s->max, text);
+        *(int *)s->value = (int)v;
+    } else {
+        double v;
+        if (!parse_double(text, &v) || v < s->min || v > s->max)
+            usage_error(prog, "--%s expects a number from %g to %g, got '%s'", s->name, s->min, s->max,
+                        text);
+        *(double *)s->value = v;
+    }
+}
+
+void args_parse(int argc, char **argv, const char *prog, const char *summary,
+                const arg_spec *specs, int nspecs)
+{
+    struct option longopts[MAX_OPTIONS + 2];
+    if (nspecs > MAX_OPTIONS) usage_error(prog, "internal error: too many options");
+    for (int i = 0; i < nspecs; i++) {
+        longopts[i].name = specs[i].name;
+        longopts[i].has_arg = specs[i].kind == ARG_FLAG ? no_argument : required_argument;
+        longopts[i].flag = NULL;
+        longopts[i].val = 1000 + i;
+    }
+    longopts[nspecs] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[nspecs + 1] = (struct option){NULL, 0, NULL, 0};
+
+    opterr = 0;  // we print our own single line
+    optind = 1;
+    for (;;) {
+        int index = -1;
+        int c = getopt_long(argc, argv, ":h", longopts, &index);
+        if (c == -1) break;
+        if (c == 'h') {
+            print_usage(prog, summary, specs, nspecs);
+            exit(EXIT_SUCCESS);
+        }
+        if (c == '?') usage_error(prog, "unknown option '%s' (try --help)", argv[optind - 1]);
+        if (c == ':') usage_error(prog, "option '%s' needs a value (try --help)", argv[optind - 1]);
+        const arg_spec *s = &specs[c - 1000];
+        if (s->kind == ARG_FLAG)
+            *(int *)s->value = 1;
+        else
+            set_value(prog, s, optarg);
+    }
+    if (optind < argc) usage_error(prog, "unexpected argument '%s' (try --help)", argv[optind]);
+}

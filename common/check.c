@@ -1,0 +1,10 @@
+// check.c: the one place that reports a failed CUDA/cuBLAS/CUPTI call.
+#include "check.h"
+
+#include <stdio.h>
+
+void check_fail(const char *expr, const char *file, int line, const char *name, const char *text)
+{
+    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, expr, name, text);
+    exit(EXIT_FAILURE);
+}

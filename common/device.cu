@@ -1,0 +1,64 @@
+// device.cu: opening the GPU and reading its attributes.
+//
+// CUDA 13 removed several cudaDeviceProp fields (deviceOverlap, clockRate, ...):
+// the course reads attributes one by one with cudaDeviceGetAttribute.
+#include "device.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+// An empty kernel: launching it proves that this build has code for the GPU.
+__global__ void probe_build_kernel(void) {}
+
+static void no_gpu(const char *prog, const char *why, cudaError_t err)
+{
+    fprintf(stderr, "%s: no usable GPU: %s (%s)\n", prog, why, cudaGetErrorString(err));
+    exit(EXIT_NO_GPU);
+}
+
+void gpu_open(const char *prog, device_info *info)
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess) no_gpu(prog, "cudaGetDeviceCount failed", err);
+    if (count == 0) no_gpu(prog, "no CUDA device found", cudaErrorNoDevice);
+    err = cudaSetDevice(0);
+    if (err != cudaSuccess) no_gpu(prog, "cudaSetDevice(0) failed", err);
+
+    probe_build_kernel<<<1, 1>>>();
+    err = cudaGetLastError();
+    if (err == cudaSuccess) err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) no_gpu(prog, "cannot run a kernel (rebuild with ARCH= for this GPU?)", err);
+
+    memset(info, 0, sizeof *info);
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    snprintf(info->name, sizeof info->name, "%s", prop.name);
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->cc_major, cudaDevAttrComputeCapabilityMajor, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->cc_minor, cudaDevAttrComputeCapabilityMinor, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->sms, cudaDevAttrMultiProcessorCount, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->copy_engines, cudaDevAttrAsyncEngineCount, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->concurrent_kernels, cudaDevAttrConcurrentKernels, 0));
+    CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&info->priority_least, &info->priority_greatest));
+    CUDA_CHECK(cudaDriverGetVersion(&info->driver_version));
+    CUDA_CHECK(cudaRuntimeGetVersion(&info->runtime_version));
+    CUDA_CHECK(cudaMemGetInfo(&info->mem_free, &info->mem_total));
+}
+
+void device_report(FILE *out, const device_info *d)
+{
+    fprintf(out, "device: %s (compute capability %d.%d, %d SMs, %.1f GiB)\n", d->name, d->cc_major,
+            d->cc_minor, d->sms, d->mem_total / 1073741824.0);
+    fprintf(out, "  copy engines: %d (%s)\n", d->copy_engines,
+            d->copy_engines >= 2   ? "host-to-device and device-to-host copies can run at once"
+            : d->copy_engines == 1 ? "copies in the two directions take turns"
+                                   : "no copy/kernel overlap");
+    fprintf(out, "  concurrent kernels: %s\n", d->concurrent_kernels ? "yes" : "no");
+    fprintf(out, "  stream priorities: %d (lowest) to %d (highest)\n", d->priority_least,
+            d->priority_greatest);
+    fprintf(out, "  driver %d.%d, runtime %d.%d\n", d->driver_version / 1000,
+            (d->driver_version % 1000) / 10, d->runtime_version / 1000,
+            (d->runtime_version % 1000) / 10);
+}
