@@ -23,13 +23,16 @@
 #include "common/device.h"   // defines: device_info, gpu_open, device_report
 #include "common/json.h"     // defines: json_writer, json_begin, json_num, ...
 #include "common/kernels.h"  // defines: launch_fma_chain, fma_chain_host, launch_spin, launch_probe
-#include "common/timing.h"   // defines: stats, time_gpu_work, host_now_ms
+#include "common/timing.h"   // defines: stats, time_gpu_work
+#include "common/trace.h"    // defines: trace_start, trace_begin, trace_end, trace_finish, TRACE_PHASE
 
 static const char *PROG = "05_stream_overlap";
 
 typedef struct {
     int size_mib, streams, chunks, kernel_work, reps, warmup;
-    int batches, priority_trials, only, no_wait, json;
+    double kernel_ratio;
+    int batches, priority_trials, only, no_wait, json, timeline;
+    const char *trace_path;
 } options;
 
 // ----------------------------------------------------------------------------
@@ -99,6 +102,20 @@ static double bandwidth_gbs(void *dst, const void *src, size_t bytes, cudaMemcpy
     return bytes / (s.median * 1e-3) / 1e9;
 }
 
+static void copy_both_ways(void *p)
+{
+    copy_job *j = (copy_job *)p;
+    copy_once(&j[0]);
+    copy_once(&j[1]);
+}
+
+// Both directions at once on two streams: what overlapped copies can really get.
+static double duplex_gbs(copy_job jobs[2], cudaStream_t *streams, const options *o)
+{
+    stats s = time_gpu_work(copy_both_ways, jobs, streams, 2, o->warmup, o->reps);
+    return jobs[0].bytes / (s.median * 1e-3) / 1e9;  // per direction
+}
+
 // ----------------------------------------------------------------------------
 // Part 3: sequential vs overlapped.
 
@@ -159,16 +176,19 @@ static void run_overlapped_by_stage(void *p)
 }
 
 // Runs `fn` once on poisoned outputs and compares with the sequential result.
+// This is also the run a trace shows, as a phase named `what`.
 static long check_variant(const char *what, gpu_work_fn fn, overlap_job *j, FILE *out)
 {
     poison(j->w);
+    trace_range phase = trace_begin(what, TRACE_PHASE);
     fn(j);
     CUDA_CHECK(cudaDeviceSynchronize());
+    trace_end(&phase);
     return compare_bits(what, j->w->h_ref, j->w->h_out, j->w->n, out);
 }
 
-// Chooses the kernel's work so that it takes about as long as one copy: time it
-// at two amounts of work and solve the straight line for the copies' mean time.
+// Chooses the kernel's work so that it takes `copy_ms` (the copies' mean time
+// times --kernel-ratio): time it at two amounts of work and solve the straight line.
 static int balance_kernel_work(overlap_job *j, double copy_ms, const options *o)
 {
     const int w0 = 64, w1 = 1024;
@@ -272,19 +292,23 @@ static void run_pipeline(void *arg)
 
 int main(int argc, char **argv)
 {
-    options o = {256, 4, 32, 0, 10, 2, 8, 50, 0, 0, 0};
+    options o = {256, 4, 32, 0, 10, 2, 1.0, 8, 50, 0, 0, 0, 0, NULL};
     const arg_spec specs[] = {
         {"size-mib", ARG_INT, &o.size_mib, 1, 4096, "MIB", "data size, each direction"},
         {"streams", ARG_INT, &o.streams, 1, 32, "N", "streams for the overlapped runs"},
         {"chunks", ARG_INT, &o.chunks, 1, 4096, "N", "chunks the data is cut into"},
         {"kernel-work", ARG_INT, &o.kernel_work, 0, 1000000, "N",
-         "FMAs per element; 0 = as long as one copy"},
+         "FMAs per element; 0 = chosen by --kernel-ratio"},
+        {"kernel-ratio", ARG_DOUBLE, &o.kernel_ratio, 0.01, 100, "X",
+         "with --kernel-work 0: the kernel takes X times one copy"},
         {"reps", ARG_INT, &o.reps, 1, 1000, "N", "timed repetitions (the median is reported)"},
         {"warmup", ARG_INT, &o.warmup, 0, 100, "N", "untimed repetitions first"},
         {"batches", ARG_INT, &o.batches, 2, 4096, "K", "batches in the two-stream pipeline (part 5)"},
         {"priority-trials", ARG_INT, &o.priority_trials, 1, 10000, "N", "probe launches per stream (part 4)"},
         {"only", ARG_INT, &o.only, 0, 5, "PART", "run only this part (0 = all)"},
         {"no-wait", ARG_FLAG, &o.no_wait, 0, 0, NULL, "part 5 without its event waits (a race)"},
+        {"trace", ARG_STRING, &o.trace_path, 0, 0, "FILE", "write a Chrome/Perfetto trace of one run of each part"},
+        {"timeline", ARG_FLAG, &o.timeline, 0, 0, NULL, "print the sequential and overlapped runs' timelines"},
         {"json", ARG_FLAG, &o.json, 0, 0, NULL, "print the results as one JSON object on stdout"},
     };
     args_parse(argc, argv, PROG, "Overlap copies and kernels with CUDA streams, and measure it.",
@@ -294,6 +318,9 @@ int main(int argc, char **argv)
     if (o.batches > elements) usage_error(PROG, "--batches %d is more than the %lld elements", o.batches, elements);
 
     FILE *out = o.json ? stderr : stdout;  // with --json, stdout holds the JSON alone
+    trace_start(PROG, o.trace_path, o.timeline);
+    trace_add_window("sequential", -1, 0);
+    trace_add_window("per chunk", -1, 0);
     device_info dev;
     gpu_open(PROG, &dev);
     size_t bytes = sizeof(float) * (size_t)elements;
@@ -323,8 +350,12 @@ int main(int argc, char **argv)
     for (int i = 0; i < w.n; i++) w.h_in[i] = (float)((i * 7919u) % 10007u) / 10007.0f - 0.5f;
 
     cudaStream_t *streams = (cudaStream_t *)malloc(sizeof(cudaStream_t) * o.streams);
-    for (int s = 0; s < o.streams; s++)
+    for (int s = 0; s < o.streams; s++) {
+        char name[24];
         CUDA_CHECK(cudaStreamCreateWithFlags(&streams[s], cudaStreamNonBlocking));  // no legacy-stream syncs
+        snprintf(name, sizeof name, "stream %d", s);
+        trace_name_stream(streams[s], name);
+    }
     overlap_job job = {&w, streams, o.streams, o.chunks};
 
     // part 2
@@ -336,17 +367,25 @@ int main(int argc, char **argv)
         double d2h_pinned = bandwidth_gbs(w.h_out, w.d_in, bytes, cudaMemcpyDeviceToHost, streams[0], &o);
         double h2d_pageable = bandwidth_gbs(w.d_in, pageable_in, bytes, cudaMemcpyHostToDevice, streams[0], &o);
         double d2h_pageable = bandwidth_gbs(pageable_out, w.d_in, bytes, cudaMemcpyDeviceToHost, streams[0], &o);
+        cudaStream_t pair[2];
+        for (int s = 0; s < 2; s++) CUDA_CHECK(cudaStreamCreateWithFlags(&pair[s], cudaStreamNonBlocking));
+        copy_job both[2] = {{w.d_in, w.h_in, bytes, cudaMemcpyHostToDevice, pair[0]},
+                            {w.h_out, w.d_out, bytes, cudaMemcpyDeviceToHost, pair[1]}};
+        double duplex = duplex_gbs(both, pair, &o);
+        for (int s = 0; s < 2; s++) CUDA_CHECK(cudaStreamDestroy(pair[s]));
         fprintf(out, "\npart 2: bandwidth of %d MiB copies (median of %d)\n", o.size_mib, o.reps);
         fprintf(out, "  %-16s %9s %9s %7s\n", "", "pinned", "pageable", "ratio");
         fprintf(out, "  %-16s %6.1f GB/s %6.1f GB/s %6.2fx\n", "host to device", h2d_pinned,
                 h2d_pageable, h2d_pinned / h2d_pageable);
         fprintf(out, "  %-16s %6.1f GB/s %6.1f GB/s %6.2fx\n", "device to host", d2h_pinned,
                 d2h_pageable, d2h_pinned / d2h_pageable);
+        fprintf(out, "  both directions at once (pinned, two streams): %.1f GB/s each way\n", duplex);
         if (o.json) {
             json_num(&js, "h2d_pinned_gbs", h2d_pinned);
             json_num(&js, "d2h_pinned_gbs", d2h_pinned);
             json_num(&js, "h2d_pageable_gbs", h2d_pageable);
             json_num(&js, "d2h_pageable_gbs", d2h_pageable);
+            json_num(&js, "duplex_gbs_each_way", duplex);
         }
         free(pageable_in);
         free(pageable_out);
@@ -356,11 +395,13 @@ int main(int argc, char **argv)
     // itself checked against the host on a sample of elements.
     double h2d_ms = time_gpu_work(h2d_only, &job, streams, 1, o.warmup, o.reps).median;
     double d2h_ms = time_gpu_work(d2h_only, &job, streams, 1, o.warmup, o.reps).median;
-    w.work = o.kernel_work ? o.kernel_work : balance_kernel_work(&job, 0.5 * (h2d_ms + d2h_ms), &o);
+    w.work = o.kernel_work ? o.kernel_work : balance_kernel_work(&job, o.kernel_ratio * 0.5 * (h2d_ms + d2h_ms), &o);
     double kernel_ms = time_gpu_work(kernel_only, &job, streams, 1, o.warmup, o.reps).median;
     poison(&w);
+    trace_range phase = trace_begin("sequential", TRACE_PHASE);
     run_sequential(&job);
     CUDA_CHECK(cudaDeviceSynchronize());
+    trace_end(&phase);
     memcpy(w.h_ref, w.h_out, bytes);
     long host_bad = 0;
     int step = w.n > 100000 ? w.n / 100000 : 1;
@@ -475,9 +516,10 @@ int main(int argc, char **argv)
         p.w = &w;
         p.batches = o.batches;
         p.no_wait = o.no_wait;
-        p.copy_stream = streams[0];
-        if (o.streams > 1) p.compute_stream = streams[1];
-        else CUDA_CHECK(cudaStreamCreateWithFlags(&p.compute_stream, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&p.copy_stream, cudaStreamNonBlocking));
+        CUDA_CHECK(cudaStreamCreateWithFlags(&p.compute_stream, cudaStreamNonBlocking));
+        trace_name_stream(p.copy_stream, "copy");
+        trace_name_stream(p.compute_stream, "compute");
         size_t slot_bytes = sizeof(float) * (size_t)batch_len(&p, 0) + sizeof(float);
         for (int s = 0; s < 2; s++) {
             CUDA_CHECK(cudaMalloc((void **)&p.d_in_slot[s], slot_bytes));
@@ -494,14 +536,17 @@ int main(int argc, char **argv)
             CUDA_CHECK(cudaMemset(p.d_out_slot[s], POISON_BYTE, slot_bytes));
         }
         poison(&w);
+        trace_range phase = trace_begin("pipeline", TRACE_PHASE);
         run_pipeline(&p);
         CUDA_CHECK(cudaDeviceSynchronize());
+        trace_end(&phase);
         long bad = compare_bits("pipeline", w.h_ref, w.h_out, w.n, out);
-        // one copy stream carries both directions, so its copies add up; at least one
-        // batch's kernel (or one batch's copies) cannot hide under the other stream
+        // one copy stream carries both directions, so its copies add up; the kernels
+        // cannot start before the first batch's copy-in, nor the last copy-out before
+        // the last kernel
         double copies = h2d_ms + d2h_ms;
-        double bound = copies + kernel_ms / o.batches;
-        if (kernel_ms + copies / o.batches > bound) bound = kernel_ms + copies / o.batches;
+        double bound = kernel_ms + copies / o.batches;
+        if (copies > bound) bound = copies;
         fprintf(out, "\npart 5: %d batches through a copy stream and a compute stream%s\n", o.batches,
                 o.no_wait ? " WITHOUT event waits (--no-wait)" : "");
         fprintf(out, "  copies %.3f ms, kernels %.3f ms in all; bound %.3f ms\n", copies, kernel_ms, bound);
@@ -530,9 +575,14 @@ int main(int argc, char **argv)
             CUDA_CHECK(cudaEventDestroy(p.kernel_done[s]));
             CUDA_CHECK(cudaEventDestroy(p.out_free[s]));
         }
-        if (o.streams == 1) CUDA_CHECK(cudaStreamDestroy(p.compute_stream));
+        CUDA_CHECK(cudaStreamDestroy(p.copy_stream));
+        CUDA_CHECK(cudaStreamDestroy(p.compute_stream));
     }
 
+    if (trace_on()) {
+        fputc('\n', out);
+        trace_finish(out);
+    }
     fprintf(out, "\n%s\n", ok ? "all checks passed" : "CHECKS FAILED");
     if (o.json) {
         json_bool(&js, "verified", ok);

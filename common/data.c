@@ -1,0 +1,82 @@
+// data.c: preparing a batch on the host, the work the GPU must not wait for.
+#include "data.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_IN_DIM 65536
+
+uint64_t hash_mix(uint64_t z)  // splitmix64's finaliser
+{
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+float hash_uniform(uint64_t key)
+{
+    return (float)(hash_mix(key) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+}
+
+void dataset_init(dataset *d, int batch, int in_dim, int out_dim, int prep_work, uint64_t seed)
+{
+    d->batch = batch;
+    d->in_dim = in_dim;
+    d->out_dim = out_dim;
+    d->prep_work = prep_work;
+    d->seed = seed;
+    d->teacher = malloc(sizeof(float) * (size_t)out_dim * in_dim);
+    float scale = sqrtf(3.0f / in_dim);  // unit variance of W_t x for unit-variance x
+    uint64_t base = hash_mix(seed ^ 0x7EAC4E5ull);
+    for (long k = 0; k < (long)out_dim * in_dim; k++) d->teacher[k] = scale * hash_uniform(base + k);
+}
+
+void dataset_free(dataset *d)
+{
+    free(d->teacher);
+    d->teacher = NULL;
+}
+
+long dataset_batch_floats(const dataset *d) { return (long)d->batch * (d->in_dim + d->out_dim); }
+
+static void prepare_sample(const dataset *d, uint64_t key, float *x, float *t, float *tmp)
+{
+    int n = d->in_dim;
+    // generate
+    for (int k = 0; k < n; k++) tmp[k] = hash_uniform(key + 1 + (uint64_t)k);
+    // augment: a random gain and circular shift, then rounds of 3-tap smoothing
+    float gain = 1.0f + 0.25f * hash_uniform(key ^ 0xA11CEull);
+    int shift = (int)(hash_mix(key ^ 0x5A1F7ull) % (uint64_t)n);
+    for (int k = 0; k < n; k++) x[k] = gain * tmp[(k + shift) % n];
+    for (int r = 0; r < d->prep_work; r++) {
+        for (int k = 0; k < n; k++) tmp[k] = x[k];
+        for (int k = 0; k < n; k++)
+            x[k] = 0.25f * tmp[k == 0 ? n - 1 : k - 1] + 0.5f * tmp[k] + 0.25f * tmp[k == n - 1 ? 0 : k + 1];
+    }
+    // normalise
+    double mean = 0, var = 0;
+    for (int k = 0; k < n; k++) mean += x[k];
+    mean /= n;
+    for (int k = 0; k < n; k++) var += (x[k] - mean) * (x[k] - mean);
+    float inv_std = (float)(1.0 / sqrt(var / n + 1e-12));
+    for (int k = 0; k < n; k++) x[k] = (float)(x[k] - mean) * inv_std;
+    // label with the teacher
+    for (int o = 0; o < d->out_dim; o++) {
+        const float *w = d->teacher + (size_t)o * n;
+        float s = 0;
+        for (int k = 0; k < n; k++) s += w[k] * x[k];
+        t[o] = tanhf(s) + 0.01f * hash_uniform(key ^ (0x0015Eull + (uint64_t)o));
+    }
+}
+
+void dataset_prepare(const dataset *d, long i, float *out)
+{
+    float tmp[MAX_IN_DIM];
+    float *x = out, *t = out + (size_t)d->batch * d->in_dim;
+    for (int j = 0; j < d->batch; j++) {
+        uint64_t key = hash_mix(d->seed ^ hash_mix((uint64_t)i * 0x100000001B3ull + (uint64_t)j)) << 20;
+        prepare_sample(d, key, x + (size_t)j * d->in_dim, t + (size_t)j * d->out_dim, tmp);
+    }
+}

@@ -1,0 +1,54 @@
+// model.h: the MLP of mlp.h on the GPU. Matrix products through cuBLAS SGEMM;
+// bias, ReLU, loss, gradients of the biases and the SGD update are our own
+// kernels. No floating-point atomics anywhere: every reduction runs in a fixed
+// order, so the same run gives the same bits every time.
+//
+// Two cuBLAS handles (forward, backward), each with its own workspace, so that
+// lessons that run forward and backward on different streams get the same bits
+// as lessons that run both on one stream.
+#ifndef COMMON_MODEL_H
+#define COMMON_MODEL_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "mlp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    mlp_shape shape;
+    float lr;
+    float *d_params, *d_grads, *d_params_init;
+    float *d_act[MLP_MAX_LAYERS + 1];  // outputs of layer l (d_act[0] unused: the input is the batch)
+    float *d_delta[2];                 // back-propagated errors, ping-pong
+    void *d_workspace[2];
+    cublasHandle_t handle[2];          // [0] forward, [1] backward
+    cudaStream_t bound[2];             // the stream each handle is set to
+} mlp_model;
+
+// Device bytes mlp_model_create will allocate, for checking that a size fits first.
+size_t mlp_model_device_bytes(const mlp_shape *s);
+
+void mlp_model_create(mlp_model *m, const mlp_shape *s, float lr, uint64_t seed);
+void mlp_model_destroy(mlp_model *m);
+
+// Puts the initial weights back (on `stream`): every timed run starts from the same model.
+void mlp_model_reset(mlp_model *m, cudaStream_t stream);
+
+// Forward pass of the batch at d_x (dims[0] x batch) on `stream`.
+void mlp_forward(mlp_model *m, const float *d_x, cudaStream_t stream);
+
+// Loss into *d_loss, gradients, and the SGD update, on `stream`. Reads the
+// activations of the last forward pass, the batch's input d_x and targets d_t.
+void mlp_backward(mlp_model *m, const float *d_x, const float *d_t, float *d_loss, cudaStream_t stream);
+
+// Copies the weights to the host (synchronously) and returns their FNV-1a checksum.
+uint64_t mlp_weights_checksum(mlp_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,109 @@
+// timeline.h: a recorded timeline (GPU kernels and copies per stream, host ranges
+// per thread) and what the course does with it: write and read Chrome Trace Event
+// JSON, measure overlap, draw it in the terminal or as SVG.
+//
+// Plain C with no CUDA in it: the tracer (trace.c) fills a timeline from CUPTI;
+// tools/tracestat reads one back from JSON; the tests use fixtures.
+#ifndef COMMON_TIMELINE_H
+#define COMMON_TIMELINE_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TL_MAX_TRACKS 64
+#define TL_NAME 64
+#define TL_PHASE (-2)  // the `batch` of a host range that names a phase of the program
+
+typedef enum {
+    TL_KERNEL,  // a kernel, on a stream track
+    TL_H2D,     // a copy host to device
+    TL_D2H,     // a copy device to host
+    TL_COPY,    // any other copy (device to device, memset)
+    TL_HOST,    // a host range, on a thread track ("prep", "sync", "slot wait", a phase)
+    TL_SYNC     // a host synchronisation seen by CUPTI: drawn nowhere, counted
+} tl_kind;
+
+typedef struct {
+    int track;
+    tl_kind kind;
+    char name[TL_NAME];
+    int batch;             // the batch a host range belongs to, -1 for none, TL_PHASE for a phase
+    uint64_t start, end;   // nanoseconds
+    long long bytes;       // copies
+    int pageable;          // copies: the host side was pageable memory
+} tl_event;
+
+typedef struct {
+    char name[TL_NAME];
+    int is_host;           // a host thread (1) or a stream (0)
+} tl_track;
+
+typedef struct {
+    tl_track tracks[TL_MAX_TRACKS];
+    int ntracks;
+    tl_event *events;
+    int nevents, capacity;
+    long long dropped;     // records CUPTI could not deliver
+    char program[TL_NAME];
+} timeline;
+
+void tl_init(timeline *t, const char *program);
+void tl_free(timeline *t);
+int tl_find_track(timeline *t, const char *name, int is_host);  // finds or adds; returns its index
+void tl_add(timeline *t, const tl_event *e);
+void tl_sort(timeline *t);  // by track order (host first), then start time
+
+// Chrome Trace Event JSON: complete events ("ph":"X") in microseconds, one track
+// per stream and per host thread, named with metadata events, one event per line.
+// Where two events on one track would partly overlap (clock granularity), the
+// later one starts where the earlier ends, so that every track nests.
+void tl_write_json(const timeline *t, FILE *out);
+// Reads back what tl_write_json wrote. Returns 0 on success.
+int tl_read_json(timeline *t, FILE *in);
+
+// A time window [start, end): the last host range of that name (a phase), or,
+// within it, from the start of batch `first`'s "prep" to the start of batch
+// first+count's (or the phase's end). Returns 0 when there is no such range.
+int tl_phase_window(const timeline *t, const char *phase, uint64_t *start, uint64_t *end);
+void tl_batch_window(const timeline *t, int first, int count, uint64_t *start, uint64_t *end);
+
+typedef struct {
+    double span_ms;
+    double gpu_busy;          // fraction of the window with a kernel or a copy running
+    double copy_hidden;       // fraction of copy time during which a kernel ran too
+    double kernel_copy_overlap_ms;
+    double host_blocked;      // fraction of the window the host spent in "sync" or "slot wait"
+    double prep_under_gpu;    // fraction of host "prep" time during which the GPU was busy
+    double largest_gap_ms;    // longest time with no kernel and no copy
+    int kernels, own_kernels; // own: names ending in "_kernel" (cuBLAS's are not)
+    int h2d, d2h, copies;
+    int pageable_copies;
+    int host_syncs;           // CUPTI: event, stream and device synchronisations
+} tl_figures;
+
+tl_figures tl_analyse(const timeline *t, uint64_t start, uint64_t end);
+
+// Time both tracks had a kernel or a copy running at once, in milliseconds.
+double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint64_t end);
+
+// Prints one line of figures (the columns of tl_print_figures_header).
+void tl_print_figures_header(FILE *out);
+void tl_print_figures(FILE *out, const char *label, const tl_figures *f);
+
+// A text Gantt chart of the window, one row per track, `width` columns in all.
+// `ns_per_column` of 0 fits the window; a fixed value lets two windows share a scale.
+void tl_render_text(const timeline *t, uint64_t start, uint64_t end, int width, double ns_per_column,
+                    const char *title, FILE *out);
+
+// The same as an SVG picture, `ms_axis` milliseconds wide (0: the window's own span).
+void tl_render_svg(const timeline *t, uint64_t start, uint64_t end, double ms_axis, const char *title,
+                   FILE *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,168 @@
+// tracestat: read a trace written by --trace and print what it shows.
+//
+//   tracestat TRACE.json [--window PHASE] [--batches FIRST COUNT]
+//             [--text [--width N]] [--svg FILE.svg [--title T] [--ms-axis MS]]
+//   tracestat TRACE.json --check        the file's structure: events sorted by
+//             time, every track named, no two events on a stream track partly
+//             overlapping, host ranges nested; exit 1 on the first problem
+//   tracestat TRACE.json --rewrite OUT  read it and write it again (tests the writer)
+//
+// Without --text or --svg it prints key=value lines for the window (the last
+// host range named PHASE, or the whole trace): counts of kernels and copies,
+// GPU busy fraction, copy time hidden under kernels, host blocked, host prep
+// under GPU work, the largest GPU idle gap, and the overlap of every pair of
+// stream tracks. The tests and `make timelines` use it.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/check.h"     // defines: EXIT_USAGE
+#include "common/timeline.h"  // defines: timeline, tl_read_json, tl_analyse, tl_render_text, tl_render_svg
+
+// Checks what tl_write_json promises, on the events in file order.
+static int check(const timeline *t)
+{
+    uint64_t prev = 0;
+    for (int k = 0; k < t->ntracks; k++)
+        if (!t->tracks[k].name[0]) {
+            printf("track %d has no name\n", k);
+            return 0;
+        }
+    for (int i = 0; i < t->nevents; i++) {
+        const tl_event *e = &t->events[i];
+        if (e->kind == TL_SYNC) continue;  // instant events, on no track
+        if (!e->name[0]) {
+            printf("event %d has no name\n", i);
+            return 0;
+        }
+        if (e->start < prev) {
+            printf("event %d (%s) starts before the one above it\n", i, e->name);
+            return 0;
+        }
+        prev = e->start;
+        for (int j = i - 1; j >= 0; j--) {  // the latest earlier event on the same track
+            const tl_event *d = &t->events[j];
+            if (d->kind == TL_SYNC || d->track != e->track) continue;
+            int nested = t->tracks[e->track].is_host && e->end <= d->end;
+            if (e->start < d->end && !nested) {
+                printf("events %d (%s) and %d (%s) on track %s overlap without nesting\n", j, d->name, i,
+                       e->name, t->tracks[e->track].name);
+                return 0;
+            }
+            if (!t->tracks[e->track].is_host || e->start >= d->end) break;
+        }
+    }
+    printf("ok: %d events on %d tracks\n", t->nevents, t->ntracks);
+    return 1;
+}
+
+static const char *USAGE =
+    "usage: tracestat TRACE.json [--window PHASE] [--batches FIRST COUNT] [--text [--width N]]\n"
+    "                 [--svg FILE.svg [--title T] [--ms-axis MS]] [--check] [--rewrite OUT.json]\n";
+
+int main(int argc, char **argv)
+{
+    const char *path = NULL, *phase = NULL, *svg = NULL, *title = NULL, *rewrite = NULL;
+    int first = -1, count = 0, text = 0, width = 100, checking = 0;
+    double ms_axis = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = argc - 1 - i;  // values left after this argument
+        if (strcmp(a, "--help") == 0) {
+            fputs(USAGE, stdout);
+            return 0;
+        } else if (strcmp(a, "--window") == 0 && more >= 1) {
+            phase = argv[++i];
+        } else if (strcmp(a, "--batches") == 0 && more >= 2) {
+            first = atoi(argv[++i]);
+            count = atoi(argv[++i]);
+        } else if (strcmp(a, "--text") == 0) {
+            text = 1;
+        } else if (strcmp(a, "--width") == 0 && more >= 1) {
+            width = atoi(argv[++i]);
+        } else if (strcmp(a, "--svg") == 0 && more >= 1) {
+            svg = argv[++i];
+        } else if (strcmp(a, "--title") == 0 && more >= 1) {
+            title = argv[++i];
+        } else if (strcmp(a, "--ms-axis") == 0 && more >= 1) {
+            ms_axis = atof(argv[++i]);
+        } else if (strcmp(a, "--check") == 0) {
+            checking = 1;
+        } else if (strcmp(a, "--rewrite") == 0 && more >= 1) {
+            rewrite = argv[++i];
+        } else if (a[0] != '-' && !path) {
+            path = a;
+        } else {
+            fputs(USAGE, stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (!path) {
+        fputs(USAGE, stderr);
+        return EXIT_USAGE;
+    }
+    FILE *in = fopen(path, "r");
+    if (!in) {
+        fprintf(stderr, "tracestat: cannot open %s\n", path);
+        return EXIT_FAILURE;
+    }
+    timeline t;
+    int bad = tl_read_json(&t, in);
+    fclose(in);
+    if (bad) {
+        fprintf(stderr, "tracestat: %s is not a trace written by --trace\n", path);
+        return EXIT_FAILURE;
+    }
+    if (checking) return check(&t) ? 0 : 1;
+    tl_sort(&t);
+    if (rewrite) {
+        FILE *out = fopen(rewrite, "w");
+        if (!out) {
+            fprintf(stderr, "tracestat: cannot write %s\n", rewrite);
+            return EXIT_FAILURE;
+        }
+        tl_write_json(&t, out);
+        fclose(out);
+        return 0;
+    }
+    uint64_t start = UINT64_MAX, end = 0;
+    for (int i = 0; i < t.nevents; i++) {
+        if (t.events[i].start < start) start = t.events[i].start;
+        if (t.events[i].end > end) end = t.events[i].end;
+    }
+    if (phase && !tl_phase_window(&t, phase, &start, &end)) {
+        fprintf(stderr, "tracestat: %s has no phase named '%s'\n", path, phase);
+        return EXIT_FAILURE;
+    }
+    if (first >= 0) tl_batch_window(&t, first, count, &start, &end);
+    char heading[160];
+    snprintf(heading, sizeof heading, "%s: %s", title ? title : t.program, phase ? phase : "whole trace");
+    if (text) tl_render_text(&t, start, end, width, 0, heading, stdout);
+    if (svg) {
+        FILE *out = fopen(svg, "w");
+        if (!out) {
+            fprintf(stderr, "tracestat: cannot write %s\n", svg);
+            return EXIT_FAILURE;
+        }
+        tl_render_svg(&t, start, end, ms_axis, heading, out);
+        fclose(out);
+    }
+    if (text || svg) return 0;
+
+    tl_figures f = tl_analyse(&t, start, end);
+    printf("program=%s\nwindow=%s\nspan_ms=%.6f\n", t.program, phase ? phase : "all", f.span_ms);
+    printf("kernels=%d\nown_kernels=%d\nh2d=%d\nd2h=%d\ncopies=%d\npageable_copies=%d\nhost_syncs=%d\n", f.kernels,
+           f.own_kernels, f.h2d, f.d2h, f.copies, f.pageable_copies, f.host_syncs);
+    printf("gpu_busy=%.6f\ncopy_hidden=%.6f\nkernel_copy_overlap_ms=%.6f\nhost_blocked=%.6f\n", f.gpu_busy,
+           f.copy_hidden, f.kernel_copy_overlap_ms, f.host_blocked);
+    printf("prep_under_gpu=%.6f\nlargest_gap_ms=%.6f\ndropped=%lld\n", f.prep_under_gpu, f.largest_gap_ms, t.dropped);
+    for (int a = 0; a < t.ntracks; a++) {
+        if (t.tracks[a].is_host) continue;
+        for (int b = a + 1; b < t.ntracks; b++)
+            if (!t.tracks[b].is_host)
+                printf("overlap_ms[%s,%s]=%.6f\n", t.tracks[a].name, t.tracks[b].name,
+                       tl_track_overlap_ms(&t, a, b, start, end));
+    }
+    tl_free(&t);
+    return 0;
+}
