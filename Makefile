@@ -44,6 +44,14 @@ CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -I. $(CUDA_INC)
 LDLIBS := $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefix -Xlinker -rpath=,$(CUDA_LIBDIRS)) \
           -lcublas -lcupti -lpthread -ldl -lm
 
+# SAN=address (or thread) builds everything with that sanitizer, for the host
+# side; use a build folder of its own: make SAN=address BUILD=build/asan
+ifdef SAN
+CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer
+NVCCFLAGS += -Xcompiler -fsanitize=$(SAN),-fno-omit-frame-pointer
+LDLIBS += -Xcompiler -fsanitize=$(SAN)
+endif
+
 LESSONS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
 COMMON_C := $(wildcard common/*.c)
 COMMON_CU := $(wildcard common/*.cu)
@@ -54,7 +62,7 @@ SOLUTION_BINS := $(addprefix $(BUILD)/solutions/,$(LESSONS))
 LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSONS))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
 
-.PHONY: all solutions lesson-bins tools lessons demo test setup bench clean arch
+.PHONY: all solutions lesson-bins tools lessons demo test setup bench timelines clean arch
 .DEFAULT_GOAL := all
 
 all: arch solutions lesson-bins tools
@@ -90,21 +98,11 @@ $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu) $(COMMON_LIB) common/*.h
 # Host-only tools (trace analysis, JSON check, grading): plain C11, no GPU needed.
 $(BUILD)/tools/%: tools/%.c $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< $(COMMON_LIB) -lm -o $@
+	$(CC) $(CFLAGS) $< $(COMMON_LIB) -lm $(if $(SAN),-fsanitize=$(SAN)) -o $@
 
 # lessons/ is generated from solutions/: each BEGIN/END SOLUTION region becomes a TODO.
 lessons:
-	@for d in $(LESSONS); do \
-	  mkdir -p lessons/$$d; \
-	  for f in solutions/$$d/*.cu; do \
-	    dst=lessons/$$d/$$(basename $$f); \
-	    tools/gen-lesson $$f > $$dst.new || exit 1; \
-	    if [ -f $$dst ] && ! cmp -s $$dst $$dst.new; then \
-	      cp $$dst $$dst.orig; echo "make lessons: $$dst changed; your version is kept as $$dst.orig"; \
-	    fi; \
-	    mv $$dst.new $$dst; \
-	  done; \
-	done
+	@tools/make-lessons
 
 demo: all
 	$(BUILD)/solutions/05_stream_overlap
@@ -117,6 +115,9 @@ test: all
 
 bench: all
 	@tools/bench
+
+timelines: all
+	@tools/timelines
 
 clean:
 	rm -rf $(BUILD)

@@ -62,12 +62,20 @@ static void prepare_sample(const dataset *d, uint64_t key, float *x, float *t, f
     for (int k = 0; k < n; k++) var += (x[k] - mean) * (x[k] - mean);
     float inv_std = (float)(1.0 / sqrt(var / n + 1e-12));
     for (int k = 0; k < n; k++) x[k] = (float)(x[k] - mean) * inv_std;
-    // label with the teacher
+    // label with the teacher (four partial sums: one long chain of dependent adds
+    // would make this the slowest part of the preparation)
     for (int o = 0; o < d->out_dim; o++) {
         const float *w = d->teacher + (size_t)o * n;
-        float s = 0;
-        for (int k = 0; k < n; k++) s += w[k] * x[k];
-        t[o] = tanhf(s) + 0.01f * hash_uniform(key ^ (0x0015Eull + (uint64_t)o));
+        float s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+        int k = 0;
+        for (; k + 4 <= n; k += 4) {
+            s0 += w[k] * x[k];
+            s1 += w[k + 1] * x[k + 1];
+            s2 += w[k + 2] * x[k + 2];
+            s3 += w[k + 3] * x[k + 3];
+        }
+        for (; k < n; k++) s0 += w[k] * x[k];
+        t[o] = tanhf((s0 + s1) + (s2 + s3)) + 0.01f * hash_uniform(key ^ (0x0015Eull + (uint64_t)o));
     }
 }
 

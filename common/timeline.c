@@ -90,7 +90,7 @@ void tl_write_json(const timeline *t, FILE *out)
         json_write_string(out, t->tracks[k].name);
         fprintf(out, ",\"kind\":\"%s\"}}", t->tracks[k].is_host ? "host" : "stream");
         fprintf(out, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
-                k + 1, k + 1);
+                k + 1, (t->tracks[k].is_host ? 0 : TL_MAX_TRACKS) + k + 1);  // host threads on top
     }
     for (int i = 0; i < t->nevents; i++) {
         const tl_event *e = &t->events[i];
@@ -268,14 +268,14 @@ typedef struct {
     uint64_t a, b;
 } span;
 
-enum { GPU_WORK = 1, COPIES = 2, KERNELS = 4, PREP = 8, BLOCKED = 16 };
+enum { GPU_WORK = 1, COPIES = 2, KERNELS = 4, PREP = 8, BLOCKED = 16, H2D = 32 };
 
 static int matches(const timeline *t, const tl_event *e, int what, int track)
 {
     if (track >= 0 && e->track != track) return 0;
     switch (e->kind) {
     case TL_KERNEL: return (what & (GPU_WORK | KERNELS)) != 0;
-    case TL_H2D:
+    case TL_H2D: return (what & (GPU_WORK | COPIES | H2D)) != 0;
     case TL_D2H:
     case TL_COPY: return (what & (GPU_WORK | COPIES)) != 0;
     case TL_HOST:
@@ -357,10 +357,10 @@ double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint
     return overlap_of(t, GPU_WORK, a, GPU_WORK, b, start, end, NULL) / 1e6;
 }
 
-static int ends_with(const char *s, const char *suffix)
+int tl_library_kernel(const char *name)
 {
-    size_t n = strlen(s), m = strlen(suffix);
-    return n >= m && strcmp(s + n - m, suffix) == 0;
+    return strstr(name, "gemm") || strstr(name, "splitK") || strstr(name, "cutlass") ||
+           strncmp(name, "Kernel", 6) == 0;
 }
 
 tl_figures tl_analyse(const timeline *t, uint64_t lo, uint64_t hi)
@@ -387,6 +387,9 @@ tl_figures tl_analyse(const timeline *t, uint64_t lo, uint64_t hi)
     double hidden = overlap_of(t, COPIES, -1, KERNELS, -1, lo, hi, &copy_ns);
     f.kernel_copy_overlap_ms = hidden / 1e6;
     f.copy_hidden = copy_ns ? hidden / copy_ns : 0;
+    uint64_t h2d_ns = 0;
+    double h2d_under = overlap_of(t, H2D, -1, KERNELS, -1, lo, hi, &h2d_ns);
+    f.h2d_hidden = h2d_ns ? h2d_under / h2d_ns : 0;
     double prep_busy = overlap_of(t, PREP, -1, GPU_WORK, -1, lo, hi, &prep_ns);
     f.prep_under_gpu = prep_ns ? prep_busy / prep_ns : 0;
     span *blocked;
@@ -401,7 +404,7 @@ tl_figures tl_analyse(const timeline *t, uint64_t lo, uint64_t hi)
         switch (e->kind) {
         case TL_KERNEL:
             f.kernels++;
-            f.own_kernels += ends_with(e->name, "_kernel");
+            f.own_kernels += !tl_library_kernel(e->name);
             break;
         case TL_H2D: f.h2d++; f.copies++; f.pageable_copies += e->pageable; break;
         case TL_D2H: f.d2h++; f.copies++; f.pageable_copies += e->pageable; break;
@@ -449,6 +452,16 @@ static char symbol(const tl_event *e)
     return 0;
 }
 
+// Tracks in the order they are drawn: host threads first, then streams.
+static int display_order(const timeline *t, int *order)
+{
+    int n = 0;
+    for (int host = 1; host >= 0; host--)
+        for (int k = 0; k < t->ntracks; k++)
+            if (t->tracks[k].is_host == host) order[n++] = k;
+    return n;
+}
+
 static int track_in_window(const timeline *t, int k, uint64_t lo, uint64_t hi)
 {
     for (int i = 0; i < t->nevents; i++) {
@@ -471,7 +484,9 @@ void tl_render_text(const timeline *t, uint64_t lo, uint64_t hi, int width, doub
     fprintf(out, "%s: %.3f ms, one column = %.1f us\n", title, (hi - lo) / 1e6, ns_per_column / 1e3);
     char *row = malloc((size_t)cols + 1);
     double *cover = malloc(sizeof(double) * 128);
-    for (int k = 0; k < t->ntracks; k++) {
+    int order[TL_MAX_TRACKS], ntracks = display_order(t, order);
+    for (int o = 0; o < ntracks; o++) {
+        int k = order[o];
         if (!track_in_window(t, k, lo, hi)) continue;
         for (int c = 0; c < used; c++) {
             double a = lo + c * ns_per_column, b = a + ns_per_column;
@@ -508,7 +523,7 @@ void tl_render_text(const timeline *t, uint64_t lo, uint64_t hi, int width, doub
     while (end > 0 && row[end - 1] == ' ') end--;
     row[end] = '\0';
     fprintf(out, "%-9s|%s\n", "ms", row);
-    fprintf(out, "legend: # kernel  > copy to GPU  < copy to host  = host prep  . host in sync  , host waits for a buffer\n");
+    fprintf(out, "legend: # kernel  > copy to GPU  < copy to host  = host prep  . host sync  , wait for a buffer\n");
     free(row);
     free(cover);
 }
@@ -516,7 +531,7 @@ void tl_render_text(const timeline *t, uint64_t lo, uint64_t hi, int width, doub
 static const char *svg_colour(const tl_event *e)
 {
     switch (e->kind) {
-    case TL_KERNEL: return ends_with(e->name, "_kernel") ? "#3f6fb5" : "#86aee0";
+    case TL_KERNEL: return tl_library_kernel(e->name) ? "#86aee0" : "#3f6fb5";
     case TL_H2D: return "#3a9d4a";
     case TL_D2H: return "#e8890c";
     case TL_COPY: return "#8d6e63";
@@ -563,7 +578,9 @@ void tl_render_svg(const timeline *t, uint64_t lo, uint64_t hi, double ms_axis, 
     svg_text(out, title);
     fprintf(out, "</text>\n");
     int y = top;
-    for (int k = 0; k < t->ntracks; k++) {
+    int order[TL_MAX_TRACKS], ntracks = display_order(t, order);
+    for (int o = 0; o < ntracks; o++) {
+        int k = order[o];
         if (!track_in_window(t, k, lo, hi)) continue;
         fprintf(out, "<text x=\"10\" y=\"%d\">", y + row_h - 5);
         svg_text(out, t->tracks[k].name);

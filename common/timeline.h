@@ -35,6 +35,7 @@ typedef struct {
     uint64_t start, end;   // nanoseconds
     long long bytes;       // copies
     int pageable;          // copies: the host side was pageable memory
+    uint32_t correlation;  // TL_SYNC: CUPTI's id of the API call (not written to JSON)
 } tl_event;
 
 typedef struct {
@@ -75,17 +76,22 @@ typedef struct {
     double span_ms;
     double gpu_busy;          // fraction of the window with a kernel or a copy running
     double copy_hidden;       // fraction of copy time during which a kernel ran too
+    double h2d_hidden;        // the same for copies to the GPU alone
     double kernel_copy_overlap_ms;
     double host_blocked;      // fraction of the window the host spent in "sync" or "slot wait"
     double prep_under_gpu;    // fraction of host "prep" time during which the GPU was busy
     double largest_gap_ms;    // longest time with no kernel and no copy
-    int kernels, own_kernels; // own: names ending in "_kernel" (cuBLAS's are not)
+    int kernels, own_kernels; // own: not a library's (see tl_library_kernel)
     int h2d, d2h, copies;
     int pageable_copies;
     int host_syncs;           // CUPTI: event, stream and device synchronisations
 } tl_figures;
 
 tl_figures tl_analyse(const timeline *t, uint64_t start, uint64_t end);
+
+// 1 for a kernel of cuBLAS (or CUTLASS under it), by name: "...gemm...",
+// "Kernel2", "splitKreduce_kernel". Used to colour, never to check.
+int tl_library_kernel(const char *name);
 
 // Time both tracks had a kernel or a copy running at once, in milliseconds.
 double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint64_t end);

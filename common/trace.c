@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include <cupti.h>
+#include <cupti_runtime_cbid.h>
 #include <nvtx3/nvToolsExt.h>
 
 #include "check.h"
@@ -47,6 +48,8 @@ static struct {
         int first, count;
     } windows[MAX_WINDOWS];
     int nwindows;
+    uint32_t *queries;  // correlation ids of cudaEventQuery calls
+    int nqueries, cap_queries;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static _Thread_local int thread_track = -1;
@@ -123,10 +126,25 @@ static void add_record(const CUpti_Activity *record)
         e.start = m->start;
         e.end = m->end;
         e.track = stream_track(m->streamId);
+    } else if (record->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
+        // CUPTI reports cudaEventQuery as an event synchronisation too: remember
+        // those calls, to drop their synchronisation records at the end
+        const CUpti_ActivityAPI *api = (const CUpti_ActivityAPI *)record;
+        if (api->cbid != CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020) return;
+        if (g.nqueries == g.cap_queries) {
+            int cap = g.cap_queries ? 2 * g.cap_queries : 1024;
+            uint32_t *grown = realloc(g.queries, sizeof(uint32_t) * (size_t)cap);
+            if (!grown) return;
+            g.queries = grown;
+            g.cap_queries = cap;
+        }
+        g.queries[g.nqueries++] = api->correlationId;
+        return;
     } else if (record->kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) {
         const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)record;
         if (s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) return;  // not a host wait
         e.kind = TL_SYNC;
+        e.correlation = s->correlationId;
         snprintf(e.name, sizeof e.name, "%s",
                  s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE    ? "cudaEventSynchronize"
                  : s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE ? "cudaStreamSynchronize"
@@ -153,6 +171,31 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
     free(buffer);
 }
 
+static int compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+// Removes the synchronisation records that were cudaEventQuery calls: the host
+// did not wait in them. Call with the lock held, after the last flush.
+static void drop_queries(void)
+{
+    qsort(g.queries, (size_t)g.nqueries, sizeof(uint32_t), compare_u32);
+    int kept = 0;
+    for (int i = 0; i < g.tl.nevents; i++) {
+        const tl_event *e = &g.tl.events[i];
+        if (e->kind == TL_SYNC &&
+            bsearch(&e->correlation, g.queries, (size_t)g.nqueries, sizeof(uint32_t), compare_u32))
+            continue;
+        g.tl.events[kept++] = *e;
+    }
+    g.tl.nevents = kept;
+    free(g.queries);
+    g.queries = NULL;
+    g.nqueries = g.cap_queries = 0;
+}
+
 // ----------------------------------------------------------------------------
 // the interface
 
@@ -168,6 +211,7 @@ void trace_start(const char *prog, const char *json_path, int timeline_on)
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
+    CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));  // only to tell queries from waits
     g.on = 1;
 }
 
@@ -286,7 +330,9 @@ void trace_finish(FILE *out)
     CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
+    CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
     pthread_mutex_lock(&g.lock);
+    drop_queries();
     tl_sort(&g.tl);
     if (g.json_path) {
         FILE *f = fopen(g.json_path, "w");

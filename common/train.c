@@ -20,9 +20,9 @@ void train_options_default(train_options *o)
     o->batch = 512;
     o->in_dim = 256;
     o->hidden = 4096;
-    o->hidden_layers = 2;
+    o->hidden_layers = 3;
     o->out_dim = 16;
-    o->prep_work = 4;
+    o->prep_work = 3;
     o->seed = 1234;
     o->lr = 0.02;
     o->reps = 3;
@@ -414,6 +414,15 @@ int trainer_run(trainer *t, train_loop_fn loop)
             (unsigned long long)first_weights);
     int match = bad == 0 && first_weights == ref_weights && first_losses == ref_losses;
     fprintf(out, "  bit-identical to the synchronous reference run: %s\n", match ? "yes" : "NO");
+    if (bad) {
+        int from = 0;
+        for (; from < o->batches - 1; from++) {
+            float got = (float)t->losses[from], want = (float)ref[from];
+            if (memcmp(&got, &want, sizeof got) != 0) break;
+        }
+        fprintf(out, "  the losses diverge from the synchronous reference run from batch %d on (%ld of %d differ)\n",
+                from, bad, o->batches);
+    }
     if (!match && bad == 0)
         fprintf(out, "  the losses match but the final weights differ from the synchronous run\n");
     if (!runs_identical) fprintf(out, "  the timed runs did NOT all give the same bits\n");

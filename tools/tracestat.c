@@ -153,9 +153,26 @@ int main(int argc, char **argv)
     printf("program=%s\nwindow=%s\nspan_ms=%.6f\n", t.program, phase ? phase : "all", f.span_ms);
     printf("kernels=%d\nown_kernels=%d\nh2d=%d\nd2h=%d\ncopies=%d\npageable_copies=%d\nhost_syncs=%d\n", f.kernels,
            f.own_kernels, f.h2d, f.d2h, f.copies, f.pageable_copies, f.host_syncs);
-    printf("gpu_busy=%.6f\ncopy_hidden=%.6f\nkernel_copy_overlap_ms=%.6f\nhost_blocked=%.6f\n", f.gpu_busy,
-           f.copy_hidden, f.kernel_copy_overlap_ms, f.host_blocked);
+    printf("gpu_busy=%.6f\ncopy_hidden=%.6f\nh2d_hidden=%.6f\nkernel_copy_overlap_ms=%.6f\nhost_blocked=%.6f\n",
+           f.gpu_busy, f.copy_hidden, f.h2d_hidden, f.kernel_copy_overlap_ms, f.host_blocked);
     printf("prep_under_gpu=%.6f\nlargest_gap_ms=%.6f\ndropped=%lld\n", f.prep_under_gpu, f.largest_gap_ms, t.dropped);
+    // how many times each kernel ran in the window, by name
+    for (int i = 0; i < t.nevents; i++) {
+        const tl_event *e = &t.events[i];
+        int seen = 0, count = 0;
+        if (e->kind != TL_KERNEL || e->start < start || e->start >= end) continue;
+        for (int j = 0; j < i && !seen; j++)
+            seen = t.events[j].kind == TL_KERNEL && t.events[j].start >= start && t.events[j].start < end &&
+                   strcmp(t.events[j].name, e->name) == 0;
+        if (seen) continue;
+        for (int j = i; j < t.nevents; j++)
+            count += t.events[j].kind == TL_KERNEL && t.events[j].start >= start && t.events[j].start < end &&
+                     strcmp(t.events[j].name, e->name) == 0;
+        printf("kernel_count[%s]=%d\n", e->name, count);
+    }
+    printf("tracks=");
+    for (int k = 0; k < t.ntracks; k++) printf("%s%s", k ? "," : "", t.tracks[k].name);
+    printf("\n");
     for (int a = 0; a < t.ntracks; a++) {
         if (t.tracks[a].is_host) continue;
         for (int b = a + 1; b < t.ntracks; b++)

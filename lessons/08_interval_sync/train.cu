@@ -1,4 +1,4 @@
-// STUDENT VERSION, generated from solutions/08_interval_sync/train.cu by `make lessons`: fill in every TODO.
+// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 4170173243): fill in every TODO.
 // 08_interval_sync: the host synchronises once every N batches, not every batch.
 //
 // build: make build/solutions/08_interval_sync

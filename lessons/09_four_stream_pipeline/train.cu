@@ -1,4 +1,4 @@
-// STUDENT VERSION, generated from solutions/09_four_stream_pipeline/train.cu by `make lessons`: fill in every TODO.
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 1135250907): fill in every TODO.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
 // build: make build/solutions/09_four_stream_pipeline

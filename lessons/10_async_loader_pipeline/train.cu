@@ -1,4 +1,4 @@
-// STUDENT VERSION, generated from solutions/10_async_loader_pipeline/train.cu by `make lessons`: fill in every TODO.
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 3037021114): fill in every TODO.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
 //

@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# Lesson 07: events instead of stream synchronisation.
+
+load helpers
+
+P=07_event_sync
+
+setup_file() {
+    detect_gpu
+    export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
+}
+
+@test "07 builds, and --help works" {
+    run "$BIN/$P" --help
+    assert_success
+    assert_output --partial "--batches"
+}
+
+@test "07 refuses bad values with exit code 2 and one line naming the option" {
+    check_training_options "$P"
+}
+
+@test "07 without a GPU says so and exits with code 3" {
+    check_no_gpu_exit "$P" $SMALL
+}
+
+# bats test_tags=gpu
+@test "07 trains bit-identically to the reference, with one host sync per batch" {
+    need_gpu
+    run_json r "$BIN/$P" $SMALL
+    assert_success
+    f=$BATS_TEST_TMPDIR/r.json
+    assert_equal "$(json_get "$f" verified)" true
+    assert_equal "$(json_get "$f" losses_once)" true
+    assert_equal "$(json_get "$f" matches_reference)" true
+    assert_equal "$(json_get "$f" syncs)" 40
+}
+
+# bats test_tags=gpu
+@test "07 gives 06's losses and weights, bit for bit" {
+    need_gpu
+    run_json a "$BIN/06_per_batch_sync" $SMALL
+    run_json b "$BIN/$P" $SMALL
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" loss_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" loss_checksum)"
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
+}
+
+# bats test_tags=gpu
+@test "07 measures spin and blocking waits, and blocking costs less CPU time per step" {
+    need_gpu
+    run_json r "$BIN/$P" --batches 40 --reps 2 --warmup 1
+    assert_success
+    f=$BATS_TEST_TMPDIR/r.json
+    assert_num "$(json_get "$f" blocking_cpu_ms_per_step)" "<" "$(json_get "$f" spin_cpu_ms_per_step)" "CPU time per step"
+    grep -q "blocking sync" "$BATS_TEST_TMPDIR/r.txt"
+}
+
+# bats test_tags=gpu
+@test "07 trace: CUPTI sees exactly the lesson's host syncs" {
+    need_gpu
+    run "$BIN/$P" $SMALL --trace "$BATS_TEST_TMPDIR/t.json"
+    assert_success
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window run >"$BATS_TEST_TMPDIR/s.txt"
+    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/s.txt" host_syncs)" 40
+}
+
+# bats test_tags=gpu,sanitizer
+@test "07 compute-sanitizer memcheck, with leak check, is clean" {
+    need_sanitizer
+    sanitize memcheck "$BIN/$P" $TINY
+}
+
+# bats test_tags=gpu,sanitizer
+@test "07 compute-sanitizer racecheck is clean" {
+    need_sanitizer
+    sanitize racecheck "$BIN/$P" $TINY
+}
+
+# bats test_tags=gpu,sanitizer
+@test "07 compute-sanitizer synccheck is clean" {
+    need_sanitizer
+    sanitize synccheck "$BIN/$P" $TINY
+}
+
+# bats test_tags=gpu,sanitizer
+@test "07 compute-sanitizer initcheck is clean" {
+    need_sanitizer
+    sanitize initcheck "$BIN/$P" $TINY
+}
