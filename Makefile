@@ -62,7 +62,7 @@ SOLUTION_BINS := $(addprefix $(BUILD)/solutions/,$(LESSONS))
 LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSONS))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
 
-.PHONY: all solutions lesson-bins tools lessons demo test setup bench timelines clean arch
+.PHONY: all solutions lesson-bins tools lessons demo test setup bench timelines check next grade dev-check clean arch
 .DEFAULT_GOAL := all
 
 all: arch solutions lesson-bins tools
@@ -118,6 +118,20 @@ bench: all
 
 timelines: all
 	@tools/timelines
+
+# For students and instructors (README): check one lesson, find the next, grade.
+check: all
+	@test -n "$(LESSON)" || { echo "make check: say which lesson, e.g. make check LESSON=07" >&2; exit 2; }
+	@tools/grade --lesson $(LESSON)
+
+next: all
+	@tools/grade --next
+
+grade:
+	@tools/grade $(if $(STUDENT),--student $(STUDENT))
+
+dev-check: all
+	@tools/dev-check
 
 clean:
 	rm -rf $(BUILD)

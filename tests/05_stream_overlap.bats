@@ -43,7 +43,7 @@ setup_file() {
     check_no_gpu_exit "$P"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:05-per-chunk,ex:05-by-stage
 @test "05 overlapped output equals the sequential one bit for bit, both issue orders" {
     need_gpu
     run_json r "$BIN/$P" --only 3 --reps 5
@@ -52,7 +52,7 @@ setup_file() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" verified)" true
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:05-per-chunk
 @test "05 overlap reaches 80% of the bound, and 1.3x over sequential with two copy engines" {
     need_gpu
     run_json r "$BIN/$P" --only 3 --reps 5
@@ -75,7 +75,7 @@ setup_file() {
     assert_num "$(json_get "$f" h2d_pinned_gbs)" ">" "$(json_get "$f" h2d_pageable_gbs)"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:05-priority
 @test "05 the high-priority probe waits less than half as long as the equal-priority one" {
     need_gpu
     run_json r "$BIN/$P" --only 4 --size-mib 1 --priority-trials 20
@@ -86,7 +86,7 @@ setup_file() {
     assert_num "$high" "<" "$(awk -v c="$control" 'BEGIN{print c/2}')" "high-priority median vs half the control's"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:05-kernel-wait,ex:05-copy-out-wait
 @test "05 the two-stream pipeline is verified" {
     need_gpu
     run_json r "$BIN/$P" --only 5 --size-mib 64
@@ -94,7 +94,7 @@ setup_file() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" pipeline_verified)" true
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:05-copy-out-wait
 @test "05 the pipeline's copy-out waits for its kernel, even when kernels are slow" {
     need_gpu
     run_json r "$BIN/$P" --only 5 --size-mib 16 --kernel-work 20000
@@ -110,7 +110,7 @@ setup_file() {
     assert_output --partial "verification FAILED"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:05-per-chunk
 @test "05 trace: copies overlap kernels in the per-chunk run, and not at all in the sequential run" {
     need_gpu
     run "$BIN/$P" --only 3 --size-mib 64 --reps 2 --chunks 16 --trace "$BATS_TEST_TMPDIR/t.json"

@@ -34,7 +34,7 @@ setup_file() {
     check_no_gpu_exit "$P" $SMALL
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:06-copy-sync,ex:06-step-sync
 @test "06 trains: every loss taken exactly once, bit-identical to the synchronous reference and run to run" {
     need_gpu
     run_json r "$BIN/$P" $SMALL
@@ -48,7 +48,7 @@ setup_file() {
     assert_num "$(json_get "$f" loss_last)" "<" "$(json_get "$f" loss_first)" "the loss falls"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:06-copy-sync,ex:06-step-sync
 @test "06 synchronises twice per batch: for the copy, then for the step" {
     need_gpu
     run_json r "$BIN/$P" $SMALL
@@ -56,7 +56,7 @@ setup_file() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" syncs)" 80
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:06-copy-sync,ex:06-step-sync
 @test "06 the GPU loss curve agrees with the CPU reference to 1e-4" {
     need_gpu
     run_json r "$BIN/$P" $TINY --check-cpu
@@ -72,7 +72,7 @@ setup_file() {
     [[ "$stderr" == *"GiB of device memory"* ]] || fail "got: $stderr"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:06-copy-sync,ex:06-step-sync
 @test "06 trace: the GPU idles while the host prepares, and every copy and kernel is there" {
     need_gpu
     run "$BIN/$P" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/t.json"

@@ -24,7 +24,7 @@ setup_file() {
     check_no_gpu_exit "$P" $SMALL
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:07-copy-event,ex:07-step-event
 @test "07 trains bit-identically to the reference, with one host sync per batch" {
     need_gpu
     run_json r "$BIN/$P" $SMALL
@@ -36,7 +36,7 @@ setup_file() {
     assert_equal "$(json_get "$f" syncs)" 40
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:07-copy-event,ex:07-step-event
 @test "07 gives 06's losses and weights, bit for bit" {
     need_gpu
     run_json a "$BIN/06_per_batch_sync" $SMALL
@@ -45,7 +45,7 @@ setup_file() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:07-step-event
 @test "07 measures spin and blocking waits, and blocking costs less CPU time per step" {
     need_gpu
     run_json r "$BIN/$P" --batches 40 --reps 2 --warmup 1
@@ -55,7 +55,7 @@ setup_file() {
     grep -q "blocking sync" "$BATS_TEST_TMPDIR/r.txt"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:07-step-event
 @test "07 trace: CUPTI sees exactly the lesson's host syncs" {
     need_gpu
     run "$BIN/$P" $SMALL --trace "$BATS_TEST_TMPDIR/t.json"

@@ -25,7 +25,7 @@ setup_file() {
     check_no_gpu_exit "$P" $SMALL
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:08-interval,ex:08-device-slot,ex:08-host-slot
 @test "08 trains bit-identically to the reference, taking every loss once" {
     need_gpu
     run_json r "$BIN/$P" $SMALL
@@ -38,7 +38,7 @@ setup_file() {
     assert_equal "$(json_get "$f" runs_identical)" true
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:08-interval
 @test "08 synchronises ceil(batches / interval) times" {
     need_gpu
     for interval in 10 7 1 64; do
@@ -49,7 +49,7 @@ setup_file() {
     done
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:08-interval,ex:08-device-slot,ex:08-host-slot
 @test "08 gives 06's and 07's losses and weights, bit for bit" {
     need_gpu
     run_json a "$BIN/06_per_batch_sync" $SMALL
@@ -61,7 +61,7 @@ setup_file() {
     done
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:08-interval
 @test "08 trace: the GPU works while the host prepares the next batch" {
     need_gpu
     run "$BIN/$P" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/t.json"

@@ -27,7 +27,7 @@ setup_file() {
     check_no_gpu_exit "$P" $SMALL
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free
 @test "09 gives 06's losses and weights bit for bit, and syncs once per interval" {
     need_gpu
     run_json a "$BIN/06_per_batch_sync" $SMALL
@@ -41,7 +41,7 @@ setup_file() {
     assert_equal "$(json_get "$f" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free
 @test "09 stays exact when the backward pass is slow: the events hold" {
     need_gpu
     run_json r "$BIN/$P" $SMALL --backward-delay-us 500
@@ -49,7 +49,7 @@ setup_file() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" matches_reference)" true
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:09-forward-waits
 @test "09 --unsafe races, and the losses are caught diverging" {
     need_gpu
     run "$BIN/$P" $SMALL --unsafe
@@ -57,7 +57,7 @@ setup_file() {
     assert_output --partial "diverge"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:09-forward-waits,ex:09-backward-wait
 @test "09 trace: forward and backward never overlap, and copies run under the compute" {
     need_gpu
     run "$BIN/$P" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/t.json"

@@ -29,7 +29,7 @@ setup_file() {
     check_no_gpu_exit "$P" $SMALL
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
 @test "10 gives 06's losses and weights bit for bit, for any workers and prefetch" {
     need_gpu
     run_json ref "$BIN/06_per_batch_sync" $SMALL
@@ -44,7 +44,7 @@ setup_file() {
     done
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:10-claim,ex:10-publish
 @test "10 a failing loader stops the program within seconds, with a clear error and exit code 1" {
     need_gpu
     start=$(date +%s)
@@ -55,7 +55,7 @@ setup_file() {
     assert_num $(($(date +%s) - start)) "<" 20 "seconds to stop"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,ex:10-claim,ex:10-publish,ex:10-hand-back
 @test "10 trace: loader threads prepare batches while the GPU works" {
     need_gpu
     run "$BIN/$P" $GPU_HEAVY --workers 2 --trace "$BATS_TEST_TMPDIR/t.json"
