@@ -352,9 +352,10 @@ static double overlap_of(const timeline *t, int what_a, int track_a, int what_b,
     return (double)both;
 }
 
-double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint64_t end)
+double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint64_t end, int kernels_only)
 {
-    return overlap_of(t, GPU_WORK, a, GPU_WORK, b, start, end, NULL) / 1e6;
+    int what = kernels_only ? KERNELS : GPU_WORK;
+    return overlap_of(t, what, a, what, b, start, end, NULL) / 1e6;
 }
 
 int tl_library_kernel(const char *name)

@@ -93,8 +93,9 @@ tl_figures tl_analyse(const timeline *t, uint64_t start, uint64_t end);
 // "Kernel2", "splitKreduce_kernel". Used to colour, never to check.
 int tl_library_kernel(const char *name);
 
-// Time both tracks had a kernel or a copy running at once, in milliseconds.
-double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint64_t end);
+// Time both tracks had work running at once, in milliseconds: any kernel or copy,
+// or with kernels_only, kernels alone.
+double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint64_t end, int kernels_only);
 
 // Prints one line of figures (the columns of tl_print_figures_header).
 void tl_print_figures_header(FILE *out);

@@ -177,8 +177,9 @@ int main(int argc, char **argv)
         if (t.tracks[a].is_host) continue;
         for (int b = a + 1; b < t.ntracks; b++)
             if (!t.tracks[b].is_host)
-                printf("overlap_ms[%s,%s]=%.6f\n", t.tracks[a].name, t.tracks[b].name,
-                       tl_track_overlap_ms(&t, a, b, start, end));
+                printf("overlap_ms[%s,%s]=%.6f\nkernel_overlap_ms[%s,%s]=%.6f\n", t.tracks[a].name,
+                       t.tracks[b].name, tl_track_overlap_ms(&t, a, b, start, end, 0), t.tracks[a].name,
+                       t.tracks[b].name, tl_track_overlap_ms(&t, a, b, start, end, 1));
     }
     tl_free(&t);
     return 0;
