@@ -1,9 +1,11 @@
 // trace.c: recording a timeline with CUPTI's Activity API, plus NVTX ranges.
 //
 // Kernels are recorded as CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (KIND_KERNEL
-// would serialise every kernel), copies as MEMCPY, host waits as SYNCHRONIZATION.
-// CUPTI hands records over in buffers, possibly from its own thread; host ranges
-// are stamped with cuptiGetTimestamp, the clock of those records.
+// would serialise every kernel), copies as MEMCPY, host waits as SYNCHRONIZATION
+// (less the cudaEventQuery calls CUPTI also reports there, recognised through a
+// callback on that one function). CUPTI hands records over in buffers, possibly
+// from its own thread; host ranges are stamped with cuptiGetTimestamp, the clock
+// of those records.
 #define _POSIX_C_SOURCE 200809L
 #include "trace.h"
 
@@ -48,6 +50,7 @@ static struct {
         int first, count;
     } windows[MAX_WINDOWS];
     int nwindows;
+    CUpti_SubscriberHandle subscriber;
     uint32_t *queries;  // correlation ids of cudaEventQuery calls
     int nqueries, cap_queries;
 } g = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -55,7 +58,29 @@ static struct {
 static _Thread_local int thread_track = -1;
 
 // ----------------------------------------------------------------------------
-// CUPTI's buffers
+// CUPTI's buffers, and the one API call we watch
+
+// CUPTI reports cudaEventQuery as an event synchronisation too. A callback on that
+// one function (not an activity record for every API call, which costs about a
+// microsecond each) remembers their ids, to drop their records at the end.
+static void CUPTIAPI on_event_query(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                    const void *data)
+{
+    const CUpti_CallbackData *info = (const CUpti_CallbackData *)data;
+    (void)userdata, (void)domain, (void)cbid;
+    if (info->callbackSite != CUPTI_API_EXIT) return;
+    pthread_mutex_lock(&g.lock);
+    if (g.nqueries == g.cap_queries) {
+        int cap = g.cap_queries ? 2 * g.cap_queries : 1024;
+        uint32_t *grown = realloc(g.queries, sizeof(uint32_t) * (size_t)cap);
+        if (grown) {
+            g.queries = grown;
+            g.cap_queries = cap;
+        }
+    }
+    if (g.nqueries < g.cap_queries) g.queries[g.nqueries++] = info->correlationId;
+    pthread_mutex_unlock(&g.lock);
+}
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
@@ -126,20 +151,6 @@ static void add_record(const CUpti_Activity *record)
         e.start = m->start;
         e.end = m->end;
         e.track = stream_track(m->streamId);
-    } else if (record->kind == CUPTI_ACTIVITY_KIND_RUNTIME) {
-        // CUPTI reports cudaEventQuery as an event synchronisation too: remember
-        // those calls, to drop their synchronisation records at the end
-        const CUpti_ActivityAPI *api = (const CUpti_ActivityAPI *)record;
-        if (api->cbid != CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020) return;
-        if (g.nqueries == g.cap_queries) {
-            int cap = g.cap_queries ? 2 * g.cap_queries : 1024;
-            uint32_t *grown = realloc(g.queries, sizeof(uint32_t) * (size_t)cap);
-            if (!grown) return;
-            g.queries = grown;
-            g.cap_queries = cap;
-        }
-        g.queries[g.nqueries++] = api->correlationId;
-        return;
     } else if (record->kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) {
         const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)record;
         if (s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) return;  // not a host wait
@@ -211,7 +222,9 @@ void trace_start(const char *prog, const char *json_path, int timeline_on)
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
-    CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_RUNTIME));  // only to tell queries from waits
+    CUPTI_CHECK(cuptiSubscribe(&g.subscriber, on_event_query, NULL));
+    CUPTI_CHECK(cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                    CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020));
     g.on = 1;
 }
 
@@ -330,7 +343,7 @@ void trace_finish(FILE *out)
     CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
-    CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_RUNTIME));
+    CUPTI_CHECK(cuptiUnsubscribe(g.subscriber));
     pthread_mutex_lock(&g.lock);
     drop_queries();
     tl_sort(&g.tl);
