@@ -93,6 +93,11 @@ run_json() {
     run --separate-stderr "$@" --json
     echo "$output" >"$BATS_TEST_TMPDIR/$name.json"
     echo "$stderr" >"$BATS_TEST_TMPDIR/$name.txt"
+    if [ "$status" -ne 0 ]; then  # shown first when the test fails: what the program found wrong
+        echo "$(basename "$1") said:"
+        grep -E "never|poisoned|diverge|differ|NOT|: NO|FAILED|no loader|failed|synchronous run gives" \
+            <<<"$stderr" | head -n 6 | sed 's/^ */  /'
+    fi
     "$TOOLS/jsoncheck" "$BATS_TEST_TMPDIR/$name.json" || fail "$name: --json output is not valid JSON"
 }
 
