@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/stream_overlap.cu, made by `make lessons` (checksum 970631680): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/stream_overlap.cu, made by `make lessons` (checksum 1435196755): fill in every TODO.
 // 05_stream_overlap: copies and kernels overlapped across CUDA streams, measured fairly.
 //
 // build: make build/solutions/05_stream_overlap
@@ -53,6 +53,9 @@ static void poison(workload *w)
 {
     memset(w->h_out, POISON_BYTE, sizeof(float) * (size_t)w->n);
     CUDA_CHECK(cudaMemset(w->d_out, POISON_BYTE, sizeof(float) * (size_t)w->n));
+    // cudaMemset runs on the legacy stream, which our non-blocking streams do not
+    // wait for: finish it before anything else touches d_out
+    CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 // Compares bit for bit. Returns the number of differing elements and prints the
@@ -162,7 +165,7 @@ static void run_sequential(void *p)
 // Issue order 1, per chunk: copy-in, kernel, copy-out of chunk c on stream c % nstreams.
 static void run_overlapped_per_chunk(void *p)
 {
-    // TODO(05-per-chunk): for each chunk c, on stream c % nstreams, issue its copy-in, its kernel and its copy-out (cudaMemcpyAsync, launch_fma_chain); chunk_begin and chunk_len give its range
+    // TODO(05-per-chunk): every chunk goes through copy-in, kernel and copy-out on one stream, and the chunks take turns over the streams; chunk_begin and chunk_len give a chunk's range
     (void)p;  // nothing issued yet: every chunk of the output stays poisoned
 }
 
@@ -287,7 +290,7 @@ static void run_pipeline(void *arg)
         int slot = k % 2;
         if (k + 1 < p->batches) issue_copy_in(p, k + 1);
         if (!p->no_wait) {
-            // TODO(05-kernel-wait): kernel k reads the in-slot: make the compute stream wait for the event that says batch k's copy-in has landed
+            // TODO(05-kernel-wait): kernel k reads its in-slot: which event says that batch k's copy-in has landed, and how does the compute stream wait for it without the host?
             // the out-slot is rewritten only after copy-out k-2 has read it (implied
             // here too once kernel k waits for copy-in k, which came after that copy-out)
             if (k >= 2) CUDA_CHECK(cudaStreamWaitEvent(p->compute_stream, p->out_free[slot], 0));
@@ -296,7 +299,7 @@ static void run_pipeline(void *arg)
                          p->compute_stream);
         CUDA_CHECK(cudaEventRecord(p->kernel_done[slot], p->compute_stream));
         if (!p->no_wait) {
-            // TODO(05-copy-out-wait): copy-out k reads the out-slot: make the copy stream wait for the event that says kernel k has written it
+            // TODO(05-copy-out-wait): copy-out k reads the out-slot: which event says kernel k has written it, and which stream must wait for it?
         }
         CUDA_CHECK(cudaMemcpyAsync(p->w->h_out + batch_begin(p, k), p->d_out_slot[slot],
                                    sizeof(float) * batch_len(p, k), cudaMemcpyDeviceToHost,
@@ -391,6 +394,7 @@ int main(int argc, char **argv)
         cudaStream_t pair[2];
         for (int s = 0; s < 2; s++) CUDA_CHECK(cudaStreamCreateWithFlags(&pair[s], cudaStreamNonBlocking));
         CUDA_CHECK(cudaMemset(w.d_out, 0, bytes));  // it is copied back below: never copy what nothing wrote
+        CUDA_CHECK(cudaDeviceSynchronize());         // the legacy stream's memset, before the copies
         copy_job both[2] = {{w.d_in, w.h_in, bytes, cudaMemcpyHostToDevice, pair[0]},
                             {w.h_out, w.d_out, bytes, cudaMemcpyDeviceToHost, pair[1]}};
         double duplex = duplex_gbs(both, pair, &o);
@@ -561,6 +565,7 @@ int main(int argc, char **argv)
             CUDA_CHECK(cudaMemset(p.d_in_slot[s], POISON_BYTE, slot_bytes));
             CUDA_CHECK(cudaMemset(p.d_out_slot[s], POISON_BYTE, slot_bytes));
         }
+        CUDA_CHECK(cudaDeviceSynchronize());  // (poison below waits too) the slots' memsets, first
         poison(&w);
         trace_range phase = trace_begin("pipeline", TRACE_PHASE);
         run_pipeline(&p);

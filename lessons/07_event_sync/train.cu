@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 1735156121): fill in every TODO.
+// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 1975481723): fill in every TODO.
 // 07_event_sync: the same loop, ordered with events instead of stream synchronisation.
 //
 // build: make build/solutions/07_event_sync
@@ -52,11 +52,11 @@ static void train_loop(trainer *t)
     for (long i = 0; i < t->opt.batches; i++) {
         trainer_prepare(t, i, h_batch);  // the host's work: generate, augment, normalise
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        // TODO(07-copy-event): order the step after the copy on the device, not on the host: record an event on the copy stream and make the compute stream wait for it
+        // TODO(07-copy-event): order the step after the copy on the device, not on the host: mark the copy's end with one of the events in `ev`, and find the call that makes another stream wait for an event
         trainer_step(t, i, d_batch, t->compute_stream);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
-        // TODO(07-step-event): mark the end of the step (and its loss copy) with an event, and wait for that event where 06 synchronised the compute stream
+        // TODO(07-step-event): where 06 synchronised the compute stream, wait instead for an event that marks the end of the step and its loss copy (counted, like 06's wait)
         if ((i + 1) % LOSS_READ_INTERVAL == 0 || i == t->opt.batches - 1)
             for (long k = i - i % LOSS_READ_INTERVAL; k <= i; k++) trainer_take_loss(t, k);
     }

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 3037021114): fill in every TODO.
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 3720125612): fill in every TODO.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
 //
@@ -91,7 +91,7 @@ static int loaders_stuck(void)
 // Loader k claims the next batch and its slot. Returns 0 when there is nothing left to claim.
 static int claim_batch(int k, long *batch, host_slot **slot, int *copy_queued)
 {
-    // TODO(10-claim): take ld.next_batch and its slot (batch % prefetch); while that slot still holds an earlier batch (not FREE, not COPYING) sleep with sleep_until_slot_free, then look again (another loader may have claimed it); mark your claim so no one else takes it
+    // TODO(10-claim): the next batch to prepare is ld.next_batch, in slot batch % prefetch; a slot still holding an earlier batch is not yours yet (sleep_until_slot_free), and after waking the next batch may have been taken by another loader; leave the slot marked so no one else fills it
     (void)k, (void)batch, (void)slot, (void)copy_queued;
     return 0;  // nothing claimed: the loader leaves at once
 }
@@ -126,7 +126,7 @@ static void *loader_main(void *arg)
     while (claim_batch(k, &i, &slot, &copy_queued)) {
         pthread_mutex_unlock(&ld.lock);
         if (copy_queued) {
-            // TODO(10-recycle): the slot's last copy may still be reading the pinned buffer: unless its `copied` event is done, wait for it here (this thread sleeps; count ld.loader_waits under the lock)
+            // TODO(10-recycle): the slot's last copy may still be reading the pinned buffer: make sure it is over before you overwrite it, waiting on this thread only when you must (and count ld.loader_waits)
         }
         if (i == ld.fail_at_batch) {  // a simulated I/O error: stop everyone
             pthread_mutex_lock(&ld.lock);

@@ -52,6 +52,9 @@ static void poison(workload *w)
 {
     memset(w->h_out, POISON_BYTE, sizeof(float) * (size_t)w->n);
     CUDA_CHECK(cudaMemset(w->d_out, POISON_BYTE, sizeof(float) * (size_t)w->n));
+    // cudaMemset runs on the legacy stream, which our non-blocking streams do not
+    // wait for: finish it before anything else touches d_out
+    CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 // Compares bit for bit. Returns the number of differing elements and prints the
@@ -161,7 +164,7 @@ static void run_sequential(void *p)
 // Issue order 1, per chunk: copy-in, kernel, copy-out of chunk c on stream c % nstreams.
 static void run_overlapped_per_chunk(void *p)
 {
-    // BEGIN SOLUTION(05-per-chunk): for each chunk c, on stream c % nstreams, issue its copy-in, its kernel and its copy-out (cudaMemcpyAsync, launch_fma_chain); chunk_begin and chunk_len give its range
+    // BEGIN SOLUTION(05-per-chunk): every chunk goes through copy-in, kernel and copy-out on one stream, and the chunks take turns over the streams; chunk_begin and chunk_len give a chunk's range
     overlap_job *j = (overlap_job *)p;
     workload *w = j->w;
     for (int c = 0; c < j->chunks; c++) {
@@ -318,7 +321,7 @@ static void run_pipeline(void *arg)
         int slot = k % 2;
         if (k + 1 < p->batches) issue_copy_in(p, k + 1);
         if (!p->no_wait) {
-            // BEGIN SOLUTION(05-kernel-wait): kernel k reads the in-slot: make the compute stream wait for the event that says batch k's copy-in has landed
+            // BEGIN SOLUTION(05-kernel-wait): kernel k reads its in-slot: which event says that batch k's copy-in has landed, and how does the compute stream wait for it without the host?
             CUDA_CHECK(cudaStreamWaitEvent(p->compute_stream, p->in_ready[slot], 0));
             // END SOLUTION
             // the out-slot is rewritten only after copy-out k-2 has read it (implied
@@ -329,7 +332,7 @@ static void run_pipeline(void *arg)
                          p->compute_stream);
         CUDA_CHECK(cudaEventRecord(p->kernel_done[slot], p->compute_stream));
         if (!p->no_wait) {
-            // BEGIN SOLUTION(05-copy-out-wait): copy-out k reads the out-slot: make the copy stream wait for the event that says kernel k has written it
+            // BEGIN SOLUTION(05-copy-out-wait): copy-out k reads the out-slot: which event says kernel k has written it, and which stream must wait for it?
             CUDA_CHECK(cudaStreamWaitEvent(p->copy_stream, p->kernel_done[slot], 0));
             // END SOLUTION
         }
@@ -426,6 +429,7 @@ int main(int argc, char **argv)
         cudaStream_t pair[2];
         for (int s = 0; s < 2; s++) CUDA_CHECK(cudaStreamCreateWithFlags(&pair[s], cudaStreamNonBlocking));
         CUDA_CHECK(cudaMemset(w.d_out, 0, bytes));  // it is copied back below: never copy what nothing wrote
+        CUDA_CHECK(cudaDeviceSynchronize());         // the legacy stream's memset, before the copies
         copy_job both[2] = {{w.d_in, w.h_in, bytes, cudaMemcpyHostToDevice, pair[0]},
                             {w.h_out, w.d_out, bytes, cudaMemcpyDeviceToHost, pair[1]}};
         double duplex = duplex_gbs(both, pair, &o);
@@ -598,6 +602,7 @@ int main(int argc, char **argv)
             CUDA_CHECK(cudaMemset(p.d_in_slot[s], POISON_BYTE, slot_bytes));
             CUDA_CHECK(cudaMemset(p.d_out_slot[s], POISON_BYTE, slot_bytes));
         }
+        CUDA_CHECK(cudaDeviceSynchronize());  // (poison below waits too) the slots' memsets, first
         poison(&w);
         trace_range phase = trace_begin("pipeline", TRACE_PHASE);
         run_pipeline(&p);

@@ -30,13 +30,13 @@ static void train_loop(trainer *t)
     for (long i = 0; i < t->opt.batches; i++) {
         trainer_prepare(t, i, h_batch);  // the host's work: generate, augment, normalise
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        // BEGIN SOLUTION(06-copy-sync): the step must not read d_batch before the copy has landed: make the host wait for the copy stream (trainer_sync_stream counts and times it)
+        // BEGIN SOLUTION(06-copy-sync): the step must not read d_batch before the copy has landed; in this lesson the host does the waiting (use the counted helper of common/train.h, so the report sees it)
         trainer_sync_stream(t, t->copy_stream);
         // END SOLUTION
         trainer_step(t, i, d_batch, t->compute_stream);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
-        // BEGIN SOLUTION(06-step-sync): the next batch reuses h_batch and d_batch, and the loss copy must land before it is read: wait for the compute stream once per batch
+        // BEGIN SOLUTION(06-step-sync): the next batch reuses h_batch and d_batch, and the loss copy must land before it is read: what must the host wait for, once per batch?
         trainer_sync_stream(t, t->compute_stream);
         // END SOLUTION
         if ((i + 1) % LOSS_READ_INTERVAL == 0 || i == t->opt.batches - 1)

@@ -51,14 +51,14 @@ static void train_loop(trainer *t)
     for (long i = 0; i < t->opt.batches; i++) {
         trainer_prepare(t, i, h_batch);  // the host's work: generate, augment, normalise
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        // BEGIN SOLUTION(07-copy-event): order the step after the copy on the device, not on the host: record an event on the copy stream and make the compute stream wait for it
+        // BEGIN SOLUTION(07-copy-event): order the step after the copy on the device, not on the host: mark the copy's end with one of the events in `ev`, and find the call that makes another stream wait for an event
         CUDA_CHECK(cudaEventRecord(ev.copied, t->copy_stream));
         CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ev.copied, 0));
         // END SOLUTION
         trainer_step(t, i, d_batch, t->compute_stream);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
-        // BEGIN SOLUTION(07-step-event): mark the end of the step (and its loss copy) with an event, and wait for that event where 06 synchronised the compute stream
+        // BEGIN SOLUTION(07-step-event): where 06 synchronised the compute stream, wait instead for an event that marks the end of the step and its loss copy (counted, like 06's wait)
         CUDA_CHECK(cudaEventRecord(ev.stepped, t->compute_stream));
         trainer_sync_event(t, ev.stepped);
         // END SOLUTION

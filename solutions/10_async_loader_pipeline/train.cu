@@ -90,7 +90,7 @@ static int loaders_stuck(void)
 // Loader k claims the next batch and its slot. Returns 0 when there is nothing left to claim.
 static int claim_batch(int k, long *batch, host_slot **slot, int *copy_queued)
 {
-    // BEGIN SOLUTION(10-claim): take ld.next_batch and its slot (batch % prefetch); while that slot still holds an earlier batch (not FREE, not COPYING) sleep with sleep_until_slot_free, then look again (another loader may have claimed it); mark your claim so no one else takes it
+    // BEGIN SOLUTION(10-claim): the next batch to prepare is ld.next_batch, in slot batch % prefetch; a slot still holding an earlier batch is not yours yet (sleep_until_slot_free), and after waking the next batch may have been taken by another loader; leave the slot marked so no one else fills it
     for (;;) {
         if (ld.stop || ld.next_batch >= ld.t->opt.batches) return 0;
         *batch = ld.next_batch;
@@ -145,7 +145,7 @@ static void *loader_main(void *arg)
     while (claim_batch(k, &i, &slot, &copy_queued)) {
         pthread_mutex_unlock(&ld.lock);
         if (copy_queued) {
-            // BEGIN SOLUTION(10-recycle): the slot's last copy may still be reading the pinned buffer: unless its `copied` event is done, wait for it here (this thread sleeps; count ld.loader_waits under the lock)
+            // BEGIN SOLUTION(10-recycle): the slot's last copy may still be reading the pinned buffer: make sure it is over before you overwrite it, waiting on this thread only when you must (and count ld.loader_waits)
             if (!event_done(slot->copied)) {
                 trace_range r = trace_begin("loader wait", (int)i);
                 CUDA_CHECK(cudaEventSynchronize(slot->copied));
