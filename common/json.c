@@ -67,25 +67,3 @@ void json_bool(json_writer *w, const char *k, int v)
     key(w, k);
     fputs(v ? "true" : "false", w->out);
 }
-
-void json_num_array(json_writer *w, const char *k, const double *v, int n)
-{
-    key(w, k);
-    fputc('[', w->out);
-    for (int i = 0; i < n; i++) {
-        if (i) fputs(", ", w->out);
-        number(w->out, v[i]);
-    }
-    fputc(']', w->out);
-}
-
-void json_float_array(json_writer *w, const char *k, const float *v, int n)
-{
-    key(w, k);
-    fputc('[', w->out);
-    for (int i = 0; i < n; i++) {
-        if (i) fputs(", ", w->out);
-        number(w->out, v[i]);
-    }
-    fputc(']', w->out);
-}

@@ -22,8 +22,6 @@ void json_int(json_writer *w, const char *key, long long value);
 void json_num(json_writer *w, const char *key, double value);
 void json_str(json_writer *w, const char *key, const char *value);
 void json_bool(json_writer *w, const char *key, int value);
-void json_num_array(json_writer *w, const char *key, const double *values, int n);
-void json_float_array(json_writer *w, const char *key, const float *values, int n);
 
 // Writes s as a JSON string (quotes included), escaping what must be escaped.
 void json_write_string(FILE *out, const char *s);

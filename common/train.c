@@ -207,6 +207,36 @@ void trainer_take_loss(trainer *t, long i)
     t->extracted[i]++;
 }
 
+void loss_ring_create(loss_ring *r, const trainer *t)
+{
+    r->ready = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * (size_t)t->loss_slots);
+    for (int k = 0; k < t->loss_slots; k++) CUDA_CHECK(cudaEventCreateWithFlags(&r->ready[k], cudaEventDisableTiming));
+    r->next = 0;
+}
+
+void loss_ring_destroy(loss_ring *r, const trainer *t)
+{
+    for (int k = 0; k < t->loss_slots; k++) CUDA_CHECK(cudaEventDestroy(r->ready[k]));
+    free(r->ready);
+}
+
+void loss_ring_queue(loss_ring *r, trainer *t, long i, cudaStream_t stream)
+{
+    int slot = (int)(i % t->loss_slots);
+    CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
+                               stream));
+    CUDA_CHECK(cudaEventRecord(r->ready[slot], stream));
+}
+
+void loss_ring_sync(loss_ring *r, trainer *t, long i)
+{
+    trainer_sync_event(t, r->ready[i % t->loss_slots]);
+    for (; r->next <= i; r->next++) {
+        trainer_wait_slot(t, r->ready[r->next % t->loss_slots]);  // done already: it came before batch i's
+        trainer_take_loss(t, r->next);
+    }
+}
+
 // ----------------------------------------------------------------------------
 // runs
 

@@ -95,6 +95,20 @@ int event_done(cudaEvent_t event);
 // Takes batch i's loss from the pinned ring (the caller knows its copy has landed).
 void trainer_take_loss(trainer *t, long i);
 
+// The loss ring as lesson 08 builds it, for the lessons after it: an event per ring
+// slot, recorded after that slot's copy, and the first batch not yet taken.
+typedef struct {
+    cudaEvent_t *ready;
+    long next;
+} loss_ring;
+void loss_ring_create(loss_ring *r, const trainer *t);
+void loss_ring_destroy(loss_ring *r, const trainer *t);
+// Queues the copy of batch i's loss into its pinned slot on `stream`, then the slot's event.
+void loss_ring_queue(loss_ring *r, trainer *t, long i, cudaStream_t stream);
+// The interval's one host synchronisation: waits for batch i's loss event (the newest;
+// on its stream it comes after batch i's step), then takes every loss not yet taken.
+void loss_ring_sync(loss_ring *r, trainer *t, long i);
+
 // Runs the whole lesson: profile of the stages, the synchronous reference run,
 // warm-up and timed runs of `loop`, the checks, the report. The bound divides
 // the host's preparation time by opt.workers (the loader threads of lesson 10).

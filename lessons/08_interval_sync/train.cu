@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 4170173243): fill in every TODO.
+// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 2294839361): fill in every TODO.
 // 08_interval_sync: the host synchronises once every N batches, not every batch.
 //
 // build: make build/solutions/08_interval_sync
@@ -52,7 +52,7 @@ static void train_loop(trainer *t)
         int slot = (int)(i % t->loss_slots);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
-        // TODO(08-interval): mark the loss copy with its ring slot's event; every sync_interval batches (and after the last) wait once for the newest step, then take every loss not yet taken, each after its own event
+        // TODO(08-interval): mark each loss copy with its ring slot's event; every sync_interval batches (and after the last) make one counted wait that covers everything so far, then take every loss not yet taken, each only once its own event says it landed
     }
 }
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 1135250907): fill in every TODO.
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 2713911363): fill in every TODO.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
 // build: make build/solutions/09_four_stream_pipeline
@@ -29,7 +29,7 @@
 #include "common/kernels.h"  // defines: launch_spin
 #include "common/model.h"    // defines: mlp_forward, mlp_backward
 #include "common/train.h"    // defines: trainer, trainer_init, trainer_run, trainer_prepare, trainer_wait_slot,
-                             //          trainer_sync_event, trainer_take_loss, batch_features, batch_targets
+                             //          loss_ring, loss_ring_queue, loss_ring_sync, batch_features, batch_targets
 
 static const char *PROG = "09_four_stream_pipeline";
 
@@ -41,8 +41,7 @@ static struct {
     cudaEvent_t copied[SLOTS];  // batch in slot s has landed on the device (host slot s is free again)
     cudaEvent_t forwarded;      // the latest forward pass has finished
     cudaEvent_t done[SLOTS];    // the backward pass and update of the batch in slot s have finished
-    cudaEvent_t *loss_ready;    // one per loss ring slot
-    long next_loss;
+    loss_ring losses;           // lesson 08's loss ring, from common/train.c
 } ev;
 
 // ----------------------------------------------------------------------------
@@ -50,7 +49,7 @@ static struct {
 
 static void train_loop(trainer *t)
 {
-    ev.next_loss = 0;
+    ev.losses.next = 0;
     for (long i = 0; i < t->opt.batches; i++) {
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
@@ -72,17 +71,8 @@ static void train_loop(trainer *t)
                      ev.backward);
         CUDA_CHECK(cudaEventRecord(ev.done[s], ev.backward));
 
-        int slot = (int)(i % t->loss_slots);  // losses as in 08: a ring drained at each interval
-        CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float),
-                                   cudaMemcpyDeviceToHost, ev.backward));
-        CUDA_CHECK(cudaEventRecord(ev.loss_ready[slot], ev.backward));
-        if ((i + 1) % ev.sync_interval == 0 || i == t->opt.batches - 1) {
-            trainer_sync_event(t, ev.loss_ready[slot]);
-            for (; ev.next_loss <= i; ev.next_loss++) {
-                trainer_wait_slot(t, ev.loss_ready[ev.next_loss % t->loss_slots]);
-                trainer_take_loss(t, ev.next_loss);
-            }
-        }
+        loss_ring_queue(&ev.losses, t, i, ev.backward);  // losses as in 08: a ring drained at each interval
+        if ((i + 1) % ev.sync_interval == 0 || i == t->opt.batches - 1) loss_ring_sync(&ev.losses, t, i);
     }
 }
 
@@ -118,9 +108,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaEventCreateWithFlags(&ev.done[s], cudaEventDisableTiming));
     }
     CUDA_CHECK(cudaEventCreateWithFlags(&ev.forwarded, cudaEventDisableTiming));
-    ev.loss_ready = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * ev.sync_interval);
-    for (int k = 0; k < ev.sync_interval; k++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&ev.loss_ready[k], cudaEventDisableTiming));
+    loss_ring_create(&ev.losses, &t);
 
     int ok = trainer_run(&t, train_loop);
     FILE *out = o.json ? stderr : stdout;
@@ -139,8 +127,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaEventDestroy(ev.done[s]));
     }
     CUDA_CHECK(cudaEventDestroy(ev.forwarded));
-    for (int k = 0; k < ev.sync_interval; k++) CUDA_CHECK(cudaEventDestroy(ev.loss_ready[k]));
-    free(ev.loss_ready);
+    loss_ring_destroy(&ev.losses, &t);
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaStreamDestroy(*streams[k]));
     return trainer_finish(&t, ok);
 }

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 3720125612): fill in every TODO.
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 2606805994): fill in every TODO.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
 //
@@ -28,7 +28,7 @@
 #include "common/check.h"   // defines: CUDA_CHECK, EXERCISE_HELPER
 #include "common/timing.h"  // defines: host_now_ms
 #include "common/train.h"   // defines: trainer, trainer_init, trainer_run, trainer_finish, trainer_prepare,
-                            //          trainer_step, trainer_sync_event, trainer_wait_slot, trainer_take_loss
+                            //          trainer_step, loss_ring, loss_ring_queue, loss_ring_sync
 
 static const char *PROG = "10_async_loader_pipeline";
 
@@ -57,8 +57,8 @@ static struct {
     int running[MAX_WORKERS];    // loader k has not returned yet
     int blocked[MAX_WORKERS];    // loader k sleeps on slot_free and has not been signalled since
     long loader_waits;           // times a loader found its slot's last copy still running
-    cudaEvent_t copied_dev[DEVICE_SLOTS], stepped[DEVICE_SLOTS], *loss_ready;
-    long next_loss;
+    cudaEvent_t copied_dev[DEVICE_SLOTS], stepped[DEVICE_SLOTS];
+    loss_ring losses;            // lesson 08's loss ring, from common/train.c
 } ld;
 
 // ----------------------------------------------------------------------------
@@ -145,9 +145,8 @@ static void *loader_main(void *arg)
     return NULL;
 }
 
-static void start_loaders(trainer *t)
+static void start_loaders(void)
 {
-    ld.t = t;
     ld.next_batch = 0;
     ld.stop = 0;
     ld.error[0] = '\0';
@@ -212,8 +211,7 @@ static void destroy_loader(void)
         CUDA_CHECK(cudaEventDestroy(ld.copied_dev[d]));
         CUDA_CHECK(cudaEventDestroy(ld.stepped[d]));
     }
-    for (int k = 0; k < ld.sync_interval; k++) CUDA_CHECK(cudaEventDestroy(ld.loss_ready[k]));
-    free(ld.loss_ready);
+    loss_ring_destroy(&ld.losses, ld.t);
     free(ld.slots);
     pthread_cond_destroy(&ld.slot_free);
     pthread_cond_destroy(&ld.batch_ready);
@@ -225,8 +223,8 @@ static void destroy_loader(void)
 
 static void train_loop(trainer *t)
 {
-    start_loaders(t);
-    ld.next_loss = 0;
+    start_loaders();
+    ld.losses.next = 0;
     for (long i = 0; i < t->opt.batches; i++) {
         host_slot *slot = wait_for_batch(t, i);
         if (!slot) break;
@@ -242,17 +240,8 @@ static void train_loop(trainer *t)
         CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ld.copied_dev[d], 0));
         trainer_step(t, i, d_batch, t->compute_stream);
         CUDA_CHECK(cudaEventRecord(ld.stepped[d], t->compute_stream));
-        int r = (int)(i % t->loss_slots);
-        CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[r], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
-                                   t->compute_stream));
-        CUDA_CHECK(cudaEventRecord(ld.loss_ready[r], t->compute_stream));
-        if ((i + 1) % ld.sync_interval == 0 || i == t->opt.batches - 1) {
-            trainer_sync_event(t, ld.stepped[d]);
-            for (; ld.next_loss <= i; ld.next_loss++) {
-                trainer_wait_slot(t, ld.loss_ready[ld.next_loss % t->loss_slots]);
-                trainer_take_loss(t, ld.next_loss);
-            }
-        }
+        loss_ring_queue(&ld.losses, t, i, t->compute_stream);
+        if ((i + 1) % ld.sync_interval == 0 || i == t->opt.batches - 1) loss_ring_sync(&ld.losses, t, i);
     }
     stop_loaders();
     if (ld.error[0]) {  // stop the program here: every later run would stop the same way
@@ -286,6 +275,7 @@ int main(int argc, char **argv)
 
     trainer t;
     trainer_init(&t, PROG, &o, ld.prefetch, DEVICE_SLOTS, ld.sync_interval);
+    ld.t = &t;
     pthread_mutex_init(&ld.lock, NULL);
     pthread_cond_init(&ld.slot_free, NULL);
     pthread_cond_init(&ld.batch_ready, NULL);
@@ -296,9 +286,7 @@ int main(int argc, char **argv)
         CUDA_CHECK(cudaEventCreateWithFlags(&ld.copied_dev[d], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&ld.stepped[d], cudaEventDisableTiming));
     }
-    ld.loss_ready = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * ld.sync_interval);
-    for (int k = 0; k < ld.sync_interval; k++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&ld.loss_ready[k], cudaEventDisableTiming));
+    loss_ring_create(&ld.losses, &t);
 
     int ok = trainer_run(&t, train_loop);
     FILE *out = o.json ? stderr : stdout;

@@ -55,12 +55,13 @@ static void train_loop(trainer *t)
         int slot = (int)(i % t->loss_slots);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
-        // BEGIN SOLUTION(08-interval): mark the loss copy with its ring slot's event; every sync_interval batches (and after the last) wait once for the newest step, then take every loss not yet taken, each after its own event
+        // BEGIN SOLUTION(08-interval): mark each loss copy with its ring slot's event; every sync_interval batches (and after the last) make one counted wait that covers everything so far, then take every loss not yet taken, each only once its own event says it landed
         CUDA_CHECK(cudaEventRecord(ev.loss_ready[slot], t->compute_stream));
         if ((i + 1) % ev.sync_interval == 0 || i == t->opt.batches - 1) {
-            trainer_sync_event(t, ev.stepped[s]);
+            // the newest loss event comes after batch i's step on this stream: one wait covers both
+            trainer_sync_event(t, ev.loss_ready[slot]);
             for (; ev.next_loss <= i; ev.next_loss++) {
-                trainer_wait_slot(t, ev.loss_ready[ev.next_loss % t->loss_slots]);  // never blocks after the sync
+                trainer_wait_slot(t, ev.loss_ready[ev.next_loss % t->loss_slots]);  // done already: no wait
                 trainer_take_loss(t, ev.next_loss);
             }
         }
