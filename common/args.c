@@ -10,9 +10,55 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"  // EXIT_USAGE
+#include "exit_codes.h"  // EXIT_USAGE
 
 #define MAX_OPTIONS 64
+
+arg_spec arg_int(const char *name, int *value, int min, int max, const char *metavar, const char *help)
+{
+    arg_spec s = {name, ARG_INT, value, min, max, metavar, help};
+    return s;
+}
+
+arg_spec arg_double(const char *name, double *value, double min, double max, const char *metavar,
+                    const char *help)
+{
+    arg_spec s = {name, ARG_DOUBLE, value, min, max, metavar, help};
+    return s;
+}
+
+arg_spec arg_flag(const char *name, int *value, const char *help)
+{
+    arg_spec s = {name, ARG_FLAG, value, 0, 0, NULL, help};
+    return s;
+}
+
+arg_spec arg_string(const char *name, const char **value, const char *metavar, const char *help)
+{
+    arg_spec s = {name, ARG_STRING, value, 0, 0, metavar, help};
+    return s;
+}
+
+arg_spec arg_choice(const char *name, int *value, const char *words, const char *help)
+{
+    arg_spec s = {name, ARG_CHOICE, value, 0, 0, words, help};
+    return s;
+}
+
+// The index of `text` among the '|'-separated words, or -1; the word itself in `word`.
+static int choice_index(const char *words, const char *text, int index, char *word, size_t size)
+{
+    int k = 0;
+    for (const char *p = words; *p; k++) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (word && k == index) snprintf(word, size, "%.*s", (int)len, p);
+        if (text && strlen(text) == len && strncmp(p, text, len) == 0) return k;
+        if (!bar) break;
+        p = bar + 1;
+    }
+    return -1;
+}
 
 void usage_error(const char *prog, const char *fmt, ...)
 {
@@ -25,9 +71,11 @@ void usage_error(const char *prog, const char *fmt, ...)
     exit(EXIT_USAGE);
 }
 
-static void print_usage(const char *prog, const char *summary, const arg_spec *specs, int nspecs)
+static void print_usage(const char *prog, const char *files_metavar, const char *summary, const arg_spec *specs,
+                        int nspecs)
 {
-    printf("usage: %s [options]\n%s\n\noptions:\n", prog, summary);
+    printf("usage: %s [options]%s%s\n%s\n\noptions:\n", prog, files_metavar ? " " : "",
+           files_metavar ? files_metavar : "", summary);
     for (int i = 0; i < nspecs; i++) {
         const arg_spec *s = &specs[i];
         char left[64];
@@ -46,6 +94,12 @@ static void print_usage(const char *prog, const char *summary, const arg_spec *s
         case ARG_STRING:
             if (*(const char **)s->value) printf(" (default %s)", *(const char **)s->value);
             break;
+        case ARG_CHOICE: {
+            char word[64] = "";
+            choice_index(s->metavar, NULL, *(int *)s->value, word, sizeof word);
+            printf(" (default %s)", word);
+            break;
+        }
         case ARG_FLAG:
             break;
         }
@@ -56,7 +110,7 @@ static void print_usage(const char *prog, const char *summary, const arg_spec *s
 }
 
 // Reads a whole number: digits only (an optional sign), nothing after them.
-static int parse_int(const char *text, long long *out)
+int parse_int(const char *text, long long *out)
 {
     char *end = NULL;
     errno = 0;
@@ -66,7 +120,7 @@ static int parse_int(const char *text, long long *out)
     return 1;
 }
 
-static int parse_double(const char *text, double *out)
+int parse_double(const char *text, double *out)
 {
     char *end = NULL;
     errno = 0;
@@ -81,6 +135,10 @@ static void set_value(const char *prog, const arg_spec *s, const char *text)
     if (s->kind == ARG_STRING) {
         if (text[0] == '\0') usage_error(prog, "--%s expects a value, got ''", s->name);
         *(const char **)s->value = text;
+    } else if (s->kind == ARG_CHOICE) {
+        int k = choice_index(s->metavar, text, -1, NULL, 0);
+        if (k < 0) usage_error(prog, "--%s expects one of %s, got '%s'", s->name, s->metavar, text);
+        *(int *)s->value = k;
     } else if (s->kind == ARG_INT) {
         long long v;
         if (!parse_int(text, &v) || v < s->min || v > s->max)
@@ -99,6 +157,12 @@ static void set_value(const char *prog, const arg_spec *s, const char *text)
 void args_parse(int argc, char **argv, const char *prog, const char *summary,
                 const arg_spec *specs, int nspecs)
 {
+    args_parse_files(argc, argv, prog, summary, specs, nspecs, NULL, NULL, 0);
+}
+
+int args_parse_files(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs,
+                     int nspecs, const char *files_metavar, const char **files, int max_files)
+{
     struct option longopts[MAX_OPTIONS + 2];
     if (nspecs > MAX_OPTIONS) usage_error(prog, "internal error: too many options");
     for (int i = 0; i < nspecs; i++) {
@@ -112,12 +176,18 @@ void args_parse(int argc, char **argv, const char *prog, const char *summary,
 
     opterr = 0;  // we print our own single line
     optind = 1;
+    int nfiles = 0;
     for (;;) {
         int index = -1;
-        int c = getopt_long(argc, argv, ":h", longopts, &index);
+        int c = getopt_long(argc, argv, "-:h", longopts, &index);  // "-": arguments in place, as code 1
         if (c == -1) break;
+        if (c == 1) {
+            if (nfiles == max_files) usage_error(prog, "unexpected argument '%s' (try --help)", optarg);
+            files[nfiles++] = optarg;
+            continue;
+        }
         if (c == 'h') {
-            print_usage(prog, summary, specs, nspecs);
+            print_usage(prog, files_metavar, summary, specs, nspecs);
             exit(EXIT_SUCCESS);
         }
         if (c == '?') usage_error(prog, "unknown option '%s' (try --help)", argv[optind - 1]);
@@ -129,4 +199,5 @@ void args_parse(int argc, char **argv, const char *prog, const char *summary,
             set_value(prog, s, optarg);
     }
     if (optind < argc) usage_error(prog, "unexpected argument '%s' (try --help)", argv[optind]);
+    return nfiles;
 }

@@ -1,8 +1,9 @@
 // args.h: command-line parsing shared by every program (getopt_long underneath).
 //
-// A program lists its options in a table of arg_spec; args_parse fills the
-// variables, checks every number against its range, and handles --help.
-// Defaults are whatever the variables hold before the call (--help shows them).
+// A program lists its options in a table built with arg_int, arg_double,
+// arg_flag, arg_string and arg_choice; args_parse fills the variables, checks
+// every number against its range, and handles --help. Defaults are whatever the
+// variables hold before the call (--help shows them).
 #ifndef COMMON_ARGS_H
 #define COMMON_ARGS_H
 
@@ -10,16 +11,24 @@
 extern "C" {
 #endif
 
-typedef enum { ARG_FLAG, ARG_INT, ARG_DOUBLE, ARG_STRING } arg_kind;
+typedef enum { ARG_FLAG, ARG_INT, ARG_DOUBLE, ARG_STRING, ARG_CHOICE } arg_kind;
 
 typedef struct {
     const char *name;     // long option name, without the dashes
     arg_kind kind;
-    void *value;          // int* (ARG_FLAG, ARG_INT), double*, or const char** (ARG_STRING)
+    void *value;          // int* (ARG_FLAG, ARG_INT, ARG_CHOICE), double*, or const char** (ARG_STRING)
     double min, max;      // inclusive range for ARG_INT and ARG_DOUBLE
-    const char *metavar;  // shown in --help, e.g. "N"
+    const char *metavar;  // shown in --help, e.g. "N"; for ARG_CHOICE the words, "copy|compute"
     const char *help;     // one line
 } arg_spec;
+
+arg_spec arg_int(const char *name, int *value, int min, int max, const char *metavar, const char *help);
+arg_spec arg_double(const char *name, double *value, double min, double max, const char *metavar,
+                    const char *help);
+arg_spec arg_flag(const char *name, int *value, const char *help);
+arg_spec arg_string(const char *name, const char **value, const char *metavar, const char *help);
+// One of the words in `words` ("a|b|c"): *value becomes its index (a = 0).
+arg_spec arg_choice(const char *name, int *value, const char *words, const char *help);
 
 // Parses argv. Returns normally when every option is valid. On --help prints the
 // usage on stdout and exits 0; on a bad option prints one line on stderr
@@ -27,6 +36,15 @@ typedef struct {
 // EXIT_USAGE. `summary` is the one-line description shown by --help.
 void args_parse(int argc, char **argv, const char *prog, const char *summary,
                 const arg_spec *specs, int nspecs);
+
+// As args_parse, and collects up to max_files arguments that are not options
+// (file names) into files[], in order; more is a usage error. Returns how many.
+int args_parse_files(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs,
+                     int nspecs, const char *files_metavar, const char **files, int max_files);
+
+// Reads a whole number or a finite number: 1 on success, 0 when `text` is not one.
+int parse_int(const char *text, long long *out);
+int parse_double(const char *text, double *out);
 
 // Prints one "prog: message" line on stderr and exits with EXIT_USAGE. For checks
 // that involve several options at once (e.g. "--chunks must be a multiple of --streams").

@@ -1,6 +1,8 @@
 // data.c: preparing a batch on the host, the work the GPU must not wait for.
 #include "data.h"
 
+#include "memory.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +29,7 @@ void dataset_init(dataset *d, int batch, int in_dim, int out_dim, int prep_work,
     d->out_dim = out_dim;
     d->prep_work = prep_work;
     d->seed = seed;
-    d->teacher = malloc(sizeof(float) * (size_t)out_dim * in_dim);
+    d->teacher = host_alloc(sizeof(float) * (size_t)out_dim * in_dim, "the teacher's weights (--out x --in)");
     float scale = sqrtf(3.0f / in_dim);  // unit variance of W_t x for unit-variance x
     uint64_t base = hash_mix(seed ^ 0x7EAC4E5ull);
     for (long k = 0; k < (long)out_dim * in_dim; k++) d->teacher[k] = scale * hash_uniform(base + k);
@@ -79,12 +81,22 @@ static void prepare_sample(const dataset *d, uint64_t key, float *x, float *t, f
     }
 }
 
-void dataset_prepare(const dataset *d, long i, float *out)
+void dataset_prepare_shard(const dataset *d, long i, int first, int count, float *out)
 {
     float tmp[MAX_IN_DIM];
-    float *x = out, *t = out + (size_t)d->batch * d->in_dim;
-    for (int j = 0; j < d->batch; j++) {
-        uint64_t key = hash_mix(d->seed ^ hash_mix((uint64_t)i * 0x100000001B3ull + (uint64_t)j)) << 20;
-        prepare_sample(d, key, x + (size_t)j * d->in_dim, t + (size_t)j * d->out_dim, tmp);
+    float *x = out, *t = out + (size_t)count * d->in_dim;
+    for (int k = 0; k < count; k++) {
+        uint64_t j = (uint64_t)(first + k);
+        uint64_t key = hash_mix(d->seed ^ hash_mix((uint64_t)i * 0x100000001B3ull + j)) << 20;
+        prepare_sample(d, key, x + (size_t)k * d->in_dim, t + (size_t)k * d->out_dim, tmp);
     }
+}
+
+void dataset_prepare(const dataset *d, long i, float *out) { dataset_prepare_shard(d, i, 0, d->batch, out); }
+
+uint64_t fnv1a(const void *data, size_t bytes, uint64_t h)
+{
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t k = 0; k < bytes; k++) h = (h ^ p[k]) * 0x100000001b3ull;
+    return h;
 }

@@ -8,6 +8,7 @@
 #ifndef COMMON_DATA_H
 #define COMMON_DATA_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -33,10 +34,19 @@ long dataset_batch_floats(const dataset *d);
 // Writes batch i into `out` (dataset_batch_floats floats). Thread-safe.
 void dataset_prepare(const dataset *d, long i, float *out);
 
+// Writes samples [first, first + count) of batch i (features, then targets) into
+// `out`, the same bits as those samples in dataset_prepare: a shard of the batch.
+void dataset_prepare_shard(const dataset *d, long i, int first, int count, float *out);
+
 // A uniform number in [-1, 1) from a 64-bit key: the course's one source of
 // randomness (weights and data), so that everything follows from the seed.
 float hash_uniform(uint64_t key);
 uint64_t hash_mix(uint64_t x);
+
+// FNV-1a over `bytes` bytes, continuing from `h` (start with FNV1A_START): the
+// course's checksum of losses and weights.
+#define FNV1A_START 0xcbf29ce484222325ull
+uint64_t fnv1a(const void *data, size_t bytes, uint64_t h);
 
 #ifdef __cplusplus
 }

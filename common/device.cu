@@ -36,6 +36,7 @@ void gpu_open(const char *prog, device_info *info)
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     snprintf(info->name, sizeof info->name, "%s", prop.name);
+    info->mig = strstr(prop.name, "MIG") != NULL;
     CUDA_CHECK(cudaDeviceGetAttribute(&info->cc_major, cudaDevAttrComputeCapabilityMajor, 0));
     CUDA_CHECK(cudaDeviceGetAttribute(&info->cc_minor, cudaDevAttrComputeCapabilityMinor, 0));
     CUDA_CHECK(cudaDeviceGetAttribute(&info->sms, cudaDevAttrMultiProcessorCount, 0));

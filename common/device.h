@@ -17,6 +17,7 @@ typedef struct {
     int concurrent_kernels;  // cudaDevAttrConcurrentKernels
     int priority_least;      // cudaDeviceGetStreamPriorityRange: numerically largest, lowest priority
     int priority_greatest;   // numerically smallest, highest priority
+    int mig;                 // a MIG instance (its name says so): a slice of a GPU, shared with others
     int driver_version;      // e.g. 13000 for 13.0
     int runtime_version;
     size_t mem_total, mem_free;

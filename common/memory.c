@@ -1,11 +1,11 @@
-// memory.c: counted allocations (a small table remembers each block's size).
+// memory.c: counted device and pinned allocations (a table, grown as needed,
+// remembers each block's size). The host-only part is in host_memory.c.
 #include "memory.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "check.h"
-
-#define MAX_BLOCKS 1024
 
 typedef struct {
     void *p;
@@ -13,30 +13,39 @@ typedef struct {
     int pinned;
 } block;
 
-static block blocks[MAX_BLOCKS];
+static block *blocks;
+static long nblocks, capacity;
 static size_t in_use[2], peak[2];  // [0] device, [1] pinned
 
 static void remember(void *p, size_t bytes, int pinned)
 {
-    for (int i = 0; i < MAX_BLOCKS; i++)
-        if (!blocks[i].p) {
-            blocks[i] = (block){p, bytes, pinned};
-            in_use[pinned] += bytes;
-            if (in_use[pinned] > peak[pinned]) peak[pinned] = in_use[pinned];
-            return;
+    if (nblocks == capacity) {
+        capacity = capacity ? 2 * capacity : 256;
+        block *grown = (block *)realloc(blocks, sizeof(block) * (size_t)capacity);
+        if (!grown) {
+            fprintf(stderr, "out of host memory: the table of allocations\n");
+            exit(EXIT_FAILURE);
         }
-    fprintf(stderr, "memory.c: more than %d blocks allocated\n", MAX_BLOCKS);
-    exit(EXIT_FAILURE);
+        blocks = grown;
+    }
+    blocks[nblocks++] = (block){p, bytes, pinned};
+    in_use[pinned] += bytes;
+    if (in_use[pinned] > peak[pinned]) peak[pinned] = in_use[pinned];
 }
 
 static void forget(void *p)
 {
-    for (int i = 0; i < MAX_BLOCKS; i++)
+    for (long i = nblocks - 1; i >= 0; i--)
         if (blocks[i].p == p) {
             in_use[blocks[i].pinned] -= blocks[i].bytes;
-            blocks[i].p = NULL;
-            return;
+            blocks[i] = blocks[--nblocks];
+            break;
         }
+    if (nblocks == 0) {  // everything freed: so is the table (no leak to report)
+        free(blocks);
+        blocks = NULL;
+        capacity = 0;
+    }
 }
 
 void *device_alloc(size_t bytes)
@@ -73,3 +82,4 @@ size_t device_bytes_in_use(void) { return in_use[0]; }
 size_t pinned_bytes_in_use(void) { return in_use[1]; }
 size_t device_bytes_peak(void) { return peak[0]; }
 size_t pinned_bytes_peak(void) { return peak[1]; }
+long blocks_in_use(void) { return nblocks; }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory.h"  // host_alloc
+
 void mlp_shape_init(mlp_shape *s, int in_dim, int hidden, int hidden_layers, int out_dim, int batch)
 {
     memset(s, 0, sizeof *s);
@@ -51,15 +53,15 @@ void mlp_cpu_reference(const mlp_shape *s, float lr, uint64_t seed, const datase
                        double *losses)
 {
     int L = s->layers, B = s->batch;
-    float *init = malloc(sizeof(float) * s->nparams);
+    float *init = host_alloc(sizeof(float) * s->nparams, "the CPU reference");
     mlp_init_params(s, seed, init);
-    double *p = malloc(sizeof(double) * s->nparams), *g = malloc(sizeof(double) * s->nparams);
+    double *p = host_alloc(sizeof(double) * s->nparams, "the CPU reference"), *g = host_alloc(sizeof(double) * s->nparams, "the CPU reference");
     for (size_t k = 0; k < s->nparams; k++) p[k] = init[k];
     double *act[MLP_MAX_LAYERS + 1];
-    for (int l = 0; l <= L; l++) act[l] = malloc(sizeof(double) * (size_t)s->dims[l] * B);
+    for (int l = 0; l <= L; l++) act[l] = host_alloc(sizeof(double) * (size_t)s->dims[l] * B, "the CPU reference");
     size_t big = (size_t)(s->max_dim > s->dims[0] ? s->max_dim : s->dims[0]) * B;
-    double *delta = malloc(sizeof(double) * big), *prev = malloc(sizeof(double) * big);
-    float *batch = malloc(sizeof(float) * (size_t)dataset_batch_floats(data));
+    double *delta = host_alloc(sizeof(double) * big, "the CPU reference"), *prev = host_alloc(sizeof(double) * big, "the CPU reference");
+    float *batch = host_alloc(sizeof(float) * (size_t)dataset_batch_floats(data), "the CPU reference");
 
     for (int i = 0; i < batches; i++) {
         dataset_prepare(data, i, batch);

@@ -24,6 +24,7 @@ __global__ void bias_act_kernel(float *z, const float *b, int rows, size_t n, in
 
 // One block. dy = (y - t) / batch, and loss = sum (y - t)^2 / (2 batch), summed in
 // a fixed order (each thread a fixed stride, then a fixed tree): deterministic.
+// `batch` is the batch the mean is over, which a micro-batch is only part of.
 __global__ void loss_kernel(const float *y, const float *t, float *dy, float *loss, int n, int batch)
 {
     __shared__ float partial[LOSS_THREADS];
@@ -42,14 +43,14 @@ __global__ void loss_kernel(const float *y, const float *t, float *dy, float *lo
     if (threadIdx.x == 0) *loss = partial[0] / (2.0f * batch);
 }
 
-// db[r] = sum over the batch of delta[r, j], one thread per row, j in order.
-__global__ void bias_grad_kernel(const float *delta, float *db, int rows, int cols)
+// db[r] (+)= sum over the batch of delta[r, j], one thread per row, j in order.
+__global__ void bias_grad_kernel(const float *delta, float *db, int rows, int cols, int accumulate)
 {
     int r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= rows) return;
     float acc = 0.0f;
     for (int j = 0; j < cols; j++) acc += delta[r + (size_t)j * rows];
-    db[r] = acc;
+    db[r] = accumulate ? db[r] + acc : acc;
 }
 
 // delta *= relu'(z), read from the post-ReLU activation: a > 0 exactly when z > 0
@@ -90,7 +91,7 @@ void mlp_model_create(mlp_model *m, const mlp_shape *s, float lr, uint64_t seed)
     m->d_params = (float *)device_alloc(pbytes);
     m->d_grads = (float *)device_alloc(pbytes);
     m->d_params_init = (float *)device_alloc(pbytes);
-    float *h = (float *)malloc(pbytes);
+    float *h = (float *)host_alloc(pbytes, "the initial weights");
     mlp_init_params(s, seed, h);
     CUDA_CHECK(cudaMemcpy(m->d_params_init, h, pbytes, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(m->d_params, h, pbytes, cudaMemcpyHostToDevice));
@@ -136,63 +137,83 @@ static cublasHandle_t handle_on(mlp_model *m, int which, cudaStream_t stream)
     return m->handle[which];
 }
 
-void mlp_forward(mlp_model *m, const float *d_x, cudaStream_t stream)
+// One layer: out (dims[l] x cols) = W_l in + b_l, then ReLU unless it is the last layer.
+void mlp_forward_layer(mlp_model *m, int l, const float *in, float *out, int cols, cudaStream_t stream)
 {
     const mlp_shape *s = &m->shape;
     cublasHandle_t h = handle_on(m, 0, stream);
     const float one = 1.0f, zero = 0.0f;
-    for (int l = 1; l <= s->layers; l++) {
-        const float *in = l == 1 ? d_x : m->d_act[l - 1];
-        int rows = s->dims[l], cols = s->dims[l - 1];
-        CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, rows, s->batch, cols, &one,
-                                 m->d_params + s->w_off[l], rows, in, cols, &zero, m->d_act[l], rows));
-        size_t n = (size_t)rows * s->batch;
-        bias_act_kernel<<<grid_for(n), 256, 0, stream>>>(m->d_act[l], m->d_params + s->b_off[l], rows, n,
-                                                         l < s->layers);
+    int rows = s->dims[l], inner = s->dims[l - 1];
+    CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, rows, cols, inner, &one, m->d_params + s->w_off[l], rows,
+                             in, inner, &zero, out, rows));
+    size_t n = (size_t)rows * cols;
+    bias_act_kernel<<<grid_for(n), 256, 0, stream>>>(out, m->d_params + s->b_off[l], rows, n, l < s->layers);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void mlp_forward(mlp_model *m, const float *d_x, cudaStream_t stream)
+{
+    for (int l = 1; l <= m->shape.layers; l++)
+        mlp_forward_layer(m, l, l == 1 ? d_x : m->d_act[l - 1], m->d_act[l], m->shape.batch, stream);
+}
+
+void mlp_loss(mlp_model *m, const float *y, const float *t, float *dy, float *loss, int cols, int scale,
+              cudaStream_t stream)
+{
+    loss_kernel<<<1, LOSS_THREADS, 0, stream>>>(y, t, dy, loss, m->shape.dims[m->shape.layers] * cols, scale);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols,
+                        int accumulate, cudaStream_t stream)
+{
+    const mlp_shape *s = &m->shape;
+    cublasHandle_t h = handle_on(m, 1, stream);
+    const float one = 1.0f, zero = 0.0f;
+    int rows = s->dims[l], inner = s->dims[l - 1];
+    // dW_l (+)= delta * in^T
+    CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, rows, inner, cols, &one, delta, rows, in, inner,
+                             accumulate ? &one : &zero, m->d_grads + s->w_off[l], rows));
+    bias_grad_kernel<<<(rows + 255) / 256, 256, 0, stream>>>(delta, m->d_grads + s->b_off[l], rows, cols, accumulate);
+    CUDA_CHECK(cudaGetLastError());
+    if (prev) {
+        // error of the layer below = W_l^T * delta, masked by its ReLU (its output is `in`)
+        CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, inner, cols, rows, &one, m->d_params + s->w_off[l], rows,
+                                 delta, rows, &zero, prev, inner));
+        size_t n = (size_t)inner * cols;
+        relu_back_kernel<<<grid_for(n), 256, 0, stream>>>(prev, in, n);
         CUDA_CHECK(cudaGetLastError());
     }
+}
+
+void mlp_update(mlp_model *m, size_t first, size_t count, cudaStream_t stream)
+{
+    sgd_kernel<<<grid_for(count), 256, 0, stream>>>(m->d_params + first, m->d_grads + first, count, m->lr);
+    CUDA_CHECK(cudaGetLastError());
 }
 
 void mlp_backward(mlp_model *m, const float *d_x, const float *d_t, float *d_loss, cudaStream_t stream)
 {
     const mlp_shape *s = &m->shape;
-    cublasHandle_t h = handle_on(m, 1, stream);
-    const float one = 1.0f, zero = 0.0f;
     int L = s->layers;
     float *delta = m->d_delta[0], *prev = m->d_delta[1];
-    loss_kernel<<<1, LOSS_THREADS, 0, stream>>>(m->d_act[L], d_t, delta, d_loss, s->dims[L] * s->batch, s->batch);
-    CUDA_CHECK(cudaGetLastError());
+    mlp_loss(m, m->d_act[L], d_t, delta, d_loss, s->batch, s->batch, stream);
     for (int l = L; l >= 1; l--) {
-        const float *in = l == 1 ? d_x : m->d_act[l - 1];
-        int rows = s->dims[l], cols = s->dims[l - 1];
-        // dW_l = delta * in^T
-        CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_T, rows, cols, s->batch, &one, delta, rows, in,
-                                 cols, &zero, m->d_grads + s->w_off[l], rows));
-        bias_grad_kernel<<<(rows + 255) / 256, 256, 0, stream>>>(delta, m->d_grads + s->b_off[l], rows, s->batch);
-        CUDA_CHECK(cudaGetLastError());
-        if (l > 1) {
-            // error of the layer below = W_l^T * delta, masked by its ReLU
-            CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, cols, s->batch, rows, &one,
-                                     m->d_params + s->w_off[l], rows, delta, rows, &zero, prev, cols));
-            size_t n = (size_t)cols * s->batch;
-            relu_back_kernel<<<grid_for(n), 256, 0, stream>>>(prev, m->d_act[l - 1], n);
-            CUDA_CHECK(cudaGetLastError());
-            float *swap = delta;
-            delta = prev;
-            prev = swap;
-        }
+        mlp_backward_layer(m, l, l == 1 ? d_x : m->d_act[l - 1], delta, l > 1 ? prev : NULL, s->batch, 0, stream);
+        float *swap = delta;
+        delta = prev;
+        prev = swap;
     }
-    sgd_kernel<<<grid_for(s->nparams), 256, 0, stream>>>(m->d_params, m->d_grads, s->nparams, m->lr);
-    CUDA_CHECK(cudaGetLastError());
+    mlp_update(m, 0, s->nparams, stream);
 }
 
-uint64_t mlp_weights_checksum(mlp_model *m)
+uint64_t mlp_weights_checksum(mlp_model *m, cudaStream_t stream)
 {
     size_t bytes = sizeof(float) * m->shape.nparams;
-    unsigned char *h = (unsigned char *)malloc(bytes);
-    CUDA_CHECK(cudaMemcpy(h, m->d_params, bytes, cudaMemcpyDeviceToHost));
-    uint64_t sum = 0xcbf29ce484222325ull;  // FNV-1a
-    for (size_t k = 0; k < bytes; k++) sum = (sum ^ h[k]) * 0x100000001b3ull;
+    float *h = (float *)host_alloc(bytes, "a copy of the weights");
+    CUDA_CHECK(cudaMemcpyAsync(h, m->d_params, bytes, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    uint64_t sum = fnv1a(h, bytes, FNV1A_START);
     free(h);
     return sum;
 }

@@ -38,15 +38,32 @@ void mlp_model_destroy(mlp_model *m);
 // Puts the initial weights back (on `stream`): every timed run starts from the same model.
 void mlp_model_reset(mlp_model *m, cudaStream_t stream);
 
-// Forward pass of the batch at d_x (dims[0] x batch) on `stream`.
+// Forward pass of the batch at d_x (dims[0] x batch) on `stream`, into d_act[].
 void mlp_forward(mlp_model *m, const float *d_x, cudaStream_t stream);
 
 // Loss into *d_loss, gradients, and the SGD update, on `stream`. Reads the
 // activations of the last forward pass, the batch's input d_x and targets d_t.
 void mlp_backward(mlp_model *m, const float *d_x, const float *d_t, float *d_loss, cudaStream_t stream);
 
-// Copies the weights to the host (synchronously) and returns their FNV-1a checksum.
-uint64_t mlp_weights_checksum(mlp_model *m);
+// The same, one piece at a time, on buffers the caller owns (lessons 12 and 13 cut
+// the step between layers, between GPUs and into micro-batches; `cols` is how many
+// samples a buffer holds):
+// layer l: out (dims[l] x cols) = ReLU(W_l in + b_l) (no ReLU on the last layer);
+void mlp_forward_layer(mlp_model *m, int l, const float *in, float *out, int cols, cudaStream_t stream);
+// the loss of outputs y against targets t, its error dy = (y - t) / scale, and
+// *loss = sum (y - t)^2 / (2 scale), where `scale` is the batch the mean is over;
+void mlp_loss(mlp_model *m, const float *y, const float *t, float *dy, float *loss, int cols, int scale,
+              cudaStream_t stream);
+// layer l's gradients from its error `delta` (dims[l] x cols) and its input `in`,
+// added to the gradients already there when `accumulate`; and, when prev is not
+// NULL, the error of the layer below (its output is `in`), masked by its ReLU;
+void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols,
+                        int accumulate, cudaStream_t stream);
+// the SGD update of params [first, first + count).
+void mlp_update(mlp_model *m, size_t first, size_t count, cudaStream_t stream);
+
+// Copies the weights to the host (on `stream`, then waits for it) and returns their FNV-1a checksum.
+uint64_t mlp_weights_checksum(mlp_model *m, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -6,12 +6,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "memory.h"  // host_alloc
 #include "json.h"  // json_write_string
+
+static const char *const RANGE_NAMES[TL_RANGE_KINDS] = {"host", "phase", "prep", "issue", "sync", "slot_wait",
+                                                        "loader_wait"};
+static const char *const TRACK_KINDS[] = {"stream", "main", "thread"};
+
+const char *tl_range_name(tl_range r) { return r >= 0 && r < TL_RANGE_KINDS ? RANGE_NAMES[r] : "host"; }
 
 void tl_init(timeline *t, const char *program)
 {
     memset(t, 0, sizeof *t);
     snprintf(t->program, sizeof t->program, "%s", program ? program : "");
+    snprintf(t->processes[0], sizeof t->processes[0], "%s", t->program);
+    t->nprocesses = 1;
 }
 
 void tl_free(timeline *t)
@@ -21,16 +30,22 @@ void tl_free(timeline *t)
     t->nevents = t->capacity = 0;
 }
 
-int tl_find_track(timeline *t, const char *name, int is_host)
+int tl_find_track_in(timeline *t, int process, const char *name, tl_track_kind kind)
 {
     for (int i = 0; i < t->ntracks; i++)
-        if (t->tracks[i].is_host == is_host && strcmp(t->tracks[i].name, name) == 0) return i;
+        if (t->tracks[i].process == process && t->tracks[i].kind == kind && strcmp(t->tracks[i].name, name) == 0)
+            return i;
     if (t->ntracks == TL_MAX_TRACKS) return TL_MAX_TRACKS - 1;  // share the last track rather than fail
     tl_track *k = &t->tracks[t->ntracks];
     snprintf(k->name, sizeof k->name, "%s", name);
-    k->is_host = is_host;
+    k->kind = kind;
+    k->process = process;
     return t->ntracks++;
 }
+
+int tl_find_track(timeline *t, const char *name, tl_track_kind kind) { return tl_find_track_in(t, 0, name, kind); }
+
+int tl_is_host(const timeline *t, int track) { return t->tracks[track].kind != TL_TRACK_STREAM; }
 
 void tl_add(timeline *t, const tl_event *e)
 {
@@ -60,14 +75,14 @@ void tl_sort(timeline *t)
 // ----------------------------------------------------------------------------
 // JSON
 
-static const char *kind_name(tl_kind k)
+static const char *category(const tl_event *e)
 {
-    switch (k) {
+    switch (e->kind) {
     case TL_KERNEL: return "kernel";
     case TL_H2D: return "h2d";
     case TL_D2H: return "d2h";
     case TL_COPY: return "copy";
-    case TL_HOST: return "host";
+    case TL_HOST: return tl_range_name(e->range);
     case TL_SYNC: return "cuda_sync";
     }
     return "?";
@@ -81,16 +96,21 @@ void tl_write_json(const timeline *t, FILE *out)
     if (base == UINT64_MAX) base = 0;
     uint64_t *last_end = calloc((size_t)t->ntracks + 1, sizeof(uint64_t));
 
-    fputs("{\"traceEvents\":[\n", out);
-    fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":", out);
-    json_write_string(out, t->program);
-    fputs("}}", out);
+    fputs("{\"traceEvents\":[", out);
+    for (int p = 0; p < t->nprocesses; p++) {
+        fprintf(out, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
+                p ? "," : "", p + 1);
+        json_write_string(out, t->processes[p]);
+        fputs("}}", out);
+    }
     for (int k = 0; k < t->ntracks; k++) {
-        fprintf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":", k + 1);
+        int pid = t->tracks[k].process + 1;
+        fprintf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", pid,
+                k + 1);
         json_write_string(out, t->tracks[k].name);
-        fprintf(out, ",\"kind\":\"%s\"}}", t->tracks[k].is_host ? "host" : "stream");
-        fprintf(out, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
-                k + 1, (t->tracks[k].is_host ? 0 : TL_MAX_TRACKS) + k + 1);  // host threads on top
+        fprintf(out, ",\"kind\":\"%s\"}}", TRACK_KINDS[t->tracks[k].kind]);
+        fprintf(out, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
+                pid, k + 1, (tl_is_host(t, k) ? 0 : TL_MAX_TRACKS) + k + 1);  // host threads on top
     }
     for (int i = 0; i < t->nevents; i++) {
         const tl_event *e = &t->events[i];
@@ -103,17 +123,17 @@ void tl_write_json(const timeline *t, FILE *out)
                     (end - base) / 1e3, (end - start) / 1e3);
             continue;
         }
-        if (!t->tracks[e->track].is_host) {  // a stream runs one thing at a time: no partial overlap
+        if (!tl_is_host(t, e->track)) {  // a stream runs one thing at a time: no partial overlap
             if (start < last_end[e->track]) start = last_end[e->track];
             if (end < start) end = start;
             last_end[e->track] = end;
         }
         fputs(",\n{\"name\":", out);
         json_write_string(out, e->name);
-        fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":%d,"
+        fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,"
                      "\"args\":{\"batch\":%d,\"bytes\":%lld,\"pageable\":%d}}",
-                kind_name(e->kind), (start - base) / 1e3, (end - start) / 1e3, e->track + 1, e->batch, e->bytes,
-                e->pageable);
+                category(e), (start - base) / 1e3, (end - start) / 1e3, t->tracks[e->track].process + 1,
+                e->track + 1, e->batch, e->bytes, e->pageable);
     }
     fprintf(out, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"program\":");
     json_write_string(out, t->program);
@@ -162,6 +182,7 @@ int tl_read_json(timeline *t, FILE *in)
 {
     tl_init(t, "");
     char line[4096];
+    t->nprocesses = 1;
     int tid_track[TL_MAX_TRACKS + 1];
     for (int k = 0; k <= TL_MAX_TRACKS; k++) tid_track[k] = -1;
     int saw_header = 0;
@@ -176,16 +197,27 @@ int tl_read_json(timeline *t, FILE *in)
         }
         if (!read_string(line, "ph", ph, sizeof ph)) continue;
         read_string(line, "name", name, sizeof name);
-        double tid = 0;
+        double tid = 0, pid = 1;
         read_number(line, "tid", &tid);
+        read_number(line, "pid", &pid);
+        if (pid < 1 || pid > TL_MAX_PROCESSES) return 1;
         if (strcmp(ph, "M") == 0) {
-            if (strcmp(name, "thread_name") != 0) continue;
-            char track_name[TL_NAME] = "", kind[16] = "";
+            char value[TL_NAME] = "", kind[16] = "";
             const char *args = after_key(line, "args");
-            if (!args || !read_string(args, "name", track_name, sizeof track_name)) return 1;
+            if (strcmp(name, "process_name") == 0) {
+                if (!args || !read_string(args, "name", value, sizeof value)) return 1;
+                snprintf(t->processes[(int)pid - 1], TL_NAME, "%s", value);
+                if ((int)pid > t->nprocesses) t->nprocesses = (int)pid;
+                continue;
+            }
+            if (strcmp(name, "thread_name") != 0) continue;
+            if (!args || !read_string(args, "name", value, sizeof value)) return 1;
             read_string(args, "kind", kind, sizeof kind);
             if (tid < 1 || tid > TL_MAX_TRACKS) return 1;
-            tid_track[(int)tid] = tl_find_track(t, track_name, strcmp(kind, "host") == 0);
+            tl_track_kind k = TL_TRACK_STREAM;
+            for (int i = 0; i < 3; i++)
+                if (strcmp(kind, TRACK_KINDS[i]) == 0) k = (tl_track_kind)i;
+            tid_track[(int)tid] = tl_find_track_in(t, (int)pid - 1, value, k);
             continue;
         }
         read_string(line, "cat", cat, sizeof cat);
@@ -197,6 +229,7 @@ int tl_read_json(timeline *t, FILE *in)
         if (strcmp(ph, "i") == 0) {
             read_number(line, "waited_us", &dur);
             e.kind = TL_SYNC;
+            e.track = -1;
             e.end = (uint64_t)llround(ts * 1e3);
             e.start = e.end - (uint64_t)llround(dur * 1e3);
             tl_add(t, &e);
@@ -210,6 +243,8 @@ int tl_read_json(timeline *t, FILE *in)
                  : strcmp(cat, "d2h") == 0  ? TL_D2H
                  : strcmp(cat, "copy") == 0 ? TL_COPY
                                             : TL_HOST;
+        for (int r = 0; r < TL_RANGE_KINDS && e.kind == TL_HOST; r++)
+            if (strcmp(cat, RANGE_NAMES[r]) == 0) e.range = (tl_range)r;
         e.start = (uint64_t)llround(ts * 1e3);
         e.end = e.start + (uint64_t)llround(dur * 1e3);
         const char *args = after_key(line, "args");
@@ -231,7 +266,7 @@ int tl_phase_window(const timeline *t, const char *phase, uint64_t *start, uint6
     int found = 0;
     for (int i = 0; i < t->nevents; i++) {
         const tl_event *e = &t->events[i];
-        if (e->kind == TL_HOST && e->batch == TL_PHASE && strcmp(e->name, phase) == 0 &&
+        if (e->kind == TL_HOST && e->range == TL_RANGE_PHASE && strcmp(e->name, phase) == 0 &&
             (!found || e->start >= *start)) {
             *start = e->start;
             *end = e->end;
@@ -245,7 +280,7 @@ static int prep_start(const timeline *t, int batch, uint64_t lo, uint64_t hi, ui
 {
     for (int i = 0; i < t->nevents; i++) {
         const tl_event *e = &t->events[i];
-        if (e->kind == TL_HOST && e->batch == batch && strcmp(e->name, "prep") == 0 && e->start >= lo &&
+        if (e->kind == TL_HOST && e->range == TL_RANGE_PREP && e->batch == batch && e->start >= lo &&
             e->start < hi) {
             *at = e->start;
             return 1;
@@ -279,11 +314,9 @@ static int matches(const timeline *t, const tl_event *e, int what, int track)
     case TL_D2H:
     case TL_COPY: return (what & (GPU_WORK | COPIES)) != 0;
     case TL_HOST:
-        if ((what & PREP) && strcmp(e->name, "prep") == 0) return 1;
-        if ((what & BLOCKED) && strcmp(t->tracks[e->track].name, "main") == 0 &&
-            (strcmp(e->name, "sync") == 0 || strcmp(e->name, "slot wait") == 0))
-            return 1;
-        return 0;
+        if ((what & PREP) && e->range == TL_RANGE_PREP) return 1;
+        return (what & BLOCKED) && t->tracks[e->track].kind == TL_TRACK_MAIN &&
+               (e->range == TL_RANGE_SYNC || e->range == TL_RANGE_SLOT_WAIT);
     case TL_SYNC: return 0;
     }
     return 0;
@@ -298,7 +331,7 @@ static int by_span_start(const void *x, const void *y)
 // The union of the matching events' intervals inside [lo, hi), merged and sorted.
 static int union_of(const timeline *t, int what, int track, uint64_t lo, uint64_t hi, span **out)
 {
-    span *s = malloc(sizeof(span) * (size_t)(t->nevents + 1));
+    span *s = host_alloc(sizeof(span) * (size_t)(t->nevents + 1), "the timeline's analysis");
     int n = 0;
     for (int i = 0; i < t->nevents; i++) {
         const tl_event *e = &t->events[i];
@@ -445,21 +478,26 @@ static char symbol(const tl_event *e)
     case TL_COPY: return '~';
     case TL_SYNC: return 0;
     case TL_HOST:
-        if (strcmp(e->name, "prep") == 0) return '=';
-        if (strcmp(e->name, "sync") == 0) return '.';
-        if (strcmp(e->name, "slot wait") == 0 || strcmp(e->name, "loader wait") == 0) return ',';
-        return 0;
+        switch (e->range) {
+        case TL_RANGE_PREP: return '=';
+        case TL_RANGE_ISSUE: return '-';
+        case TL_RANGE_SYNC: return '.';
+        case TL_RANGE_SLOT_WAIT:
+        case TL_RANGE_LOADER_WAIT: return ',';
+        default: return 0;
+        }
     }
     return 0;
 }
 
-// Tracks in the order they are drawn: host threads first, then streams.
+// Tracks in the order they are drawn: process by process, host threads first, then streams.
 static int display_order(const timeline *t, int *order)
 {
     int n = 0;
-    for (int host = 1; host >= 0; host--)
-        for (int k = 0; k < t->ntracks; k++)
-            if (t->tracks[k].is_host == host) order[n++] = k;
+    for (int p = 0; p < t->nprocesses; p++)
+        for (int host = 1; host >= 0; host--)
+            for (int k = 0; k < t->ntracks; k++)
+                if (t->tracks[k].process == p && tl_is_host(t, k) == host) order[n++] = k;
     return n;
 }
 
@@ -483,8 +521,8 @@ void tl_render_text(const timeline *t, uint64_t lo, uint64_t hi, int width, doub
     if (used > cols) used = cols;
     if (used < 1) used = 1;
     fprintf(out, "%s: %.3f ms, one column = %.1f us\n", title, (hi - lo) / 1e6, ns_per_column / 1e3);
-    char *row = malloc((size_t)cols + 1);
-    double *cover = malloc(sizeof(double) * 128);
+    char *row = host_alloc((size_t)cols + 1, "a timeline row");
+    double *cover = host_alloc(sizeof(double) * 128, "a timeline row");
     int order[TL_MAX_TRACKS], ntracks = display_order(t, order);
     for (int o = 0; o < ntracks; o++) {
         int k = order[o];
@@ -501,7 +539,7 @@ void tl_render_text(const timeline *t, uint64_t lo, uint64_t hi, int width, doub
             }
             char best = ' ';
             double most = 0;
-            const char *order = "#><~=.,";  // ties go to the first
+            const char *order = "#><~=-.,";  // ties go to the first
             for (const char *p = order; *p; p++)
                 if (cover[(int)*p] > most) {
                     most = cover[(int)*p];
@@ -524,7 +562,7 @@ void tl_render_text(const timeline *t, uint64_t lo, uint64_t hi, int width, doub
     while (end > 0 && row[end - 1] == ' ') end--;
     row[end] = '\0';
     fprintf(out, "%-9s|%s\n", "ms", row);
-    fprintf(out, "legend: # kernel  > copy to GPU  < copy to host  = host prep  . host sync  , wait for a buffer\n");
+    fprintf(out, "legend: # kernel  > to GPU  < to host  = host prep  - issue  . host sync  , wait for a buffer\n");
     free(row);
     free(cover);
 }
@@ -537,9 +575,12 @@ static const char *svg_colour(const tl_event *e)
     case TL_D2H: return "#e8890c";
     case TL_COPY: return "#8d6e63";
     case TL_HOST:
-        if (strcmp(e->name, "prep") == 0) return "#9e9e9e";
-        if (strcmp(e->name, "sync") == 0) return "#d62f2f";
-        return "#f2a0b8";
+        switch (e->range) {
+        case TL_RANGE_PREP: return "#9e9e9e";
+        case TL_RANGE_ISSUE: return "#7e57c2";
+        case TL_RANGE_SYNC: return "#d62f2f";
+        default: return "#f2a0b8";
+        }
     case TL_SYNC: return NULL;
     }
     return NULL;

@@ -15,15 +15,33 @@ extern "C" {
 #endif
 
 #define TL_MAX_TRACKS 64
+#define TL_MAX_PROCESSES 16
 #define TL_NAME 64
-#define TL_PHASE (-2)  // the `batch` of a host range that names a phase of the program
+
+// What a host range is. Set where the range is recorded (trace_begin), written to
+// JSON as its "cat" and read back by kind, never guessed from the range's name.
+typedef enum {
+    TL_RANGE_OTHER,        // "host": any other host range
+    TL_RANGE_PHASE,        // "phase": a phase of the program ("run", "sequential"): what the report measures
+    TL_RANGE_PREP,         // "prep": preparing a batch
+    TL_RANGE_ISSUE,        // "issue": issuing GPU work worth its own range (a graph launch, a capture)
+    TL_RANGE_SYNC,         // "sync": a counted host synchronisation
+    TL_RANGE_SLOT_WAIT,    // "slot_wait": the host waits for a buffer (or a batch) to be ready
+    TL_RANGE_LOADER_WAIT,  // "loader_wait": a loader thread waits for its slot's last copy
+    TL_RANGE_KINDS
+} tl_range;
+
+// What a track is: a CUDA stream, the thread that drives the GPU, or another thread.
+typedef enum { TL_TRACK_STREAM, TL_TRACK_MAIN, TL_TRACK_THREAD } tl_track_kind;
+
+const char *tl_range_name(tl_range r);  // "prep", ...; the JSON "cat" of a host range
 
 typedef enum {
     TL_KERNEL,  // a kernel, on a stream track
     TL_H2D,     // a copy host to device
     TL_D2H,     // a copy device to host
     TL_COPY,    // any other copy (device to device, memset)
-    TL_HOST,    // a host range, on a thread track ("prep", "sync", "slot wait", a phase)
+    TL_HOST,    // a host range, on a thread track; its tl_range says which
     TL_SYNC     // a host synchronisation seen by CUPTI: drawn nowhere, counted
 } tl_kind;
 
@@ -31,7 +49,8 @@ typedef struct {
     int track;
     tl_kind kind;
     char name[TL_NAME];
-    int batch;             // the batch a host range belongs to, -1 for none, TL_PHASE for a phase
+    tl_range range;        // TL_HOST: what the range is
+    int batch;             // the batch a host range belongs to, or -1
     uint64_t start, end;   // nanoseconds
     long long bytes;       // copies
     int pageable;          // copies: the host side was pageable memory
@@ -40,7 +59,8 @@ typedef struct {
 
 typedef struct {
     char name[TL_NAME];
-    int is_host;           // a host thread (1) or a stream (0)
+    tl_track_kind kind;
+    int process;           // index into timeline.processes: one per rank when traces are merged
 } tl_track;
 
 typedef struct {
@@ -50,11 +70,16 @@ typedef struct {
     int nevents, capacity;
     long long dropped;     // records CUPTI could not deliver
     char program[TL_NAME];
+    char processes[TL_MAX_PROCESSES][TL_NAME];  // process 0 is the program itself
+    int nprocesses;
 } timeline;
 
 void tl_init(timeline *t, const char *program);
 void tl_free(timeline *t);
-int tl_find_track(timeline *t, const char *name, int is_host);  // finds or adds; returns its index
+// Finds or adds the track of that name and kind in process 0; returns its index.
+int tl_find_track(timeline *t, const char *name, tl_track_kind kind);
+int tl_find_track_in(timeline *t, int process, const char *name, tl_track_kind kind);
+int tl_is_host(const timeline *t, int track);  // a thread's track, not a stream's
 void tl_add(timeline *t, const tl_event *e);
 void tl_sort(timeline *t);  // by track order (host first), then start time
 
@@ -66,9 +91,9 @@ void tl_write_json(const timeline *t, FILE *out);
 // Reads back what tl_write_json wrote. Returns 0 on success.
 int tl_read_json(timeline *t, FILE *in);
 
-// A time window [start, end): the last host range of that name (a phase), or,
-// within it, from the start of batch `first`'s "prep" to the start of batch
-// first+count's (or the phase's end). Returns 0 when there is no such range.
+// A time window [start, end): the last phase range of that name, or, within it,
+// from the start of batch `first`'s prep range to the start of batch first+count's
+// (or the phase's end). Returns 0 when there is no such phase.
 int tl_phase_window(const timeline *t, const char *phase, uint64_t *start, uint64_t *end);
 void tl_batch_window(const timeline *t, int first, int count, uint64_t *start, uint64_t *end);
 
@@ -78,8 +103,8 @@ typedef struct {
     double copy_hidden;       // fraction of copy time during which a kernel ran too
     double h2d_hidden;        // the same for copies to the GPU alone
     double kernel_copy_overlap_ms;
-    double host_blocked;      // fraction of the window the host spent in "sync" or "slot wait"
-    double prep_under_gpu;    // fraction of host "prep" time during which the GPU was busy
+    double host_blocked;      // fraction of the window the main thread spent in sync or slot-wait ranges
+    double prep_under_gpu;    // fraction of prep time during which the GPU was busy
     double largest_gap_ms;    // longest time with no kernel and no copy
     int kernels, own_kernels; // own: not a library's (see tl_library_kernel)
     int h2d, d2h, copies;

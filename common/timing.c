@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "memory.h"  // host_alloc
 #include "check.h"
 
 static double clock_ms(clockid_t id)
@@ -28,7 +29,7 @@ stats stats_of(const double *samples, int n)
 {
     stats s = {0, 0, 0, 0, n};
     if (n <= 0) return s;
-    double *sorted = malloc(sizeof(double) * (size_t)n);
+    double *sorted = host_alloc(sizeof(double) * (size_t)n, "statistics");
     memcpy(sorted, samples, sizeof(double) * (size_t)n);
     qsort(sorted, (size_t)n, sizeof(double), compare_double);
     double sum = 0;
@@ -51,7 +52,7 @@ stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstr
     for (int s = 0; s < nstreams; s++)
         CUDA_CHECK(cudaEventCreateWithFlags(&joined[s], cudaEventDisableTiming));
 
-    double *samples = malloc(sizeof(double) * (size_t)(reps > 0 ? reps : 1));
+    double *samples = host_alloc(sizeof(double) * (size_t)(reps > 0 ? reps : 1), "timings");
     for (int r = -warmup; r < reps; r++) {
         CUDA_CHECK(cudaEventRecord(start, streams[0]));
         // fork: nothing on the other streams may start before the start event

@@ -17,6 +17,7 @@
 #include <cupti_runtime_cbid.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include "args.h"  // usage_error
 #include "check.h"
 #include "timeline.h"
 
@@ -35,8 +36,9 @@
 #define MAX_WINDOWS 4
 
 static struct {
-    int on;
+    int on, paused;
     const char *json_path;
+    FILE *json;
     int timeline;
     timeline tl;
     pthread_mutex_t lock;
@@ -162,6 +164,7 @@ static void add_record(const CUpti_Activity *record)
                                                                                      : "cudaDeviceSynchronize");
         e.start = s->start;
         e.end = s->end;
+        e.track = -1;
     } else {
         return;
     }
@@ -213,6 +216,10 @@ static void drop_queries(void)
 void trace_start(const char *prog, const char *json_path, int timeline_on)
 {
     if (!json_path && !timeline_on) return;
+    if (json_path) {
+        g.json = fopen(json_path, "w");
+        if (!g.json) usage_error(prog, "--trace %s: cannot write that file", json_path);
+    }
     int count = 0;
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return;  // gpu_open reports it
     tl_init(&g.tl, prog);
@@ -229,6 +236,29 @@ void trace_start(const char *prog, const char *json_path, int timeline_on)
 }
 
 int trace_on(void) { return g.on; }
+
+static void set_activities(int enable)
+{
+    CUpti_ActivityKind kinds[3] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                   CUPTI_ACTIVITY_KIND_SYNCHRONIZATION};
+    for (int k = 0; k < 3; k++) CUPTI_CHECK(enable ? cuptiActivityEnable(kinds[k]) : cuptiActivityDisable(kinds[k]));
+    CUPTI_CHECK(cuptiEnableCallback(enable, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                    CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020));
+}
+
+void trace_pause(void)
+{
+    if (!g.on || g.paused) return;
+    set_activities(0);
+    g.paused = 1;
+}
+
+void trace_resume(void)
+{
+    if (!g.on || !g.paused) return;
+    set_activities(1);
+    g.paused = 0;
+}
 
 void trace_add_window(const char *phase, int first_batch, int count)
 {
@@ -254,35 +284,36 @@ void trace_name_stream(cudaStream_t stream, const char *name)
     pthread_mutex_unlock(&g.lock);
 }
 
-void trace_name_thread(const char *name)
+void trace_name_thread(const char *name, tl_track_kind kind)
 {
     if (!g.on) return;
     pthread_mutex_lock(&g.lock);
-    thread_track = tl_find_track(&g.tl, name, 1);
+    thread_track = tl_find_track(&g.tl, name, kind);
     pthread_mutex_unlock(&g.lock);
 }
 
-trace_range trace_begin(const char *name, int batch)
+trace_range trace_begin(tl_range kind, const char *name, int batch)
 {
     nvtxRangePushA(name);
-    trace_range r = {name, batch, 0};
-    if (g.on) CUPTI_CHECK(cuptiGetTimestamp(&r.begin_ns));
+    trace_range r = {kind, name, batch, 0};
+    if (g.on && !g.paused) CUPTI_CHECK(cuptiGetTimestamp(&r.begin_ns));
     return r;
 }
 
 void trace_end(trace_range *r)
 {
     nvtxRangePop();
-    if (!g.on) return;
+    if (!g.on || g.paused || !r->begin_ns) return;
     tl_event e;
     memset(&e, 0, sizeof e);
     e.kind = TL_HOST;
+    e.range = r->kind;
     snprintf(e.name, sizeof e.name, "%s", r->name);
     e.batch = r->batch;
     e.start = r->begin_ns;
     CUPTI_CHECK(cuptiGetTimestamp(&e.end));
     pthread_mutex_lock(&g.lock);
-    if (thread_track < 0) thread_track = tl_find_track(&g.tl, "thread", 1);
+    if (thread_track < 0) thread_track = tl_find_track(&g.tl, "thread", TL_TRACK_THREAD);
     e.track = thread_track;
     tl_add(&g.tl, &e);
     pthread_mutex_unlock(&g.lock);
@@ -300,7 +331,7 @@ static void report(FILE *out)
     for (int i = t->nevents - 1; i >= 0 && nseen < 32; i--) {  // the last occurrence of each phase
         const tl_event *e = &t->events[i];
         int known = 0;
-        if (e->kind != TL_HOST || e->batch != TL_PHASE) continue;
+        if (e->kind != TL_HOST || e->range != TL_RANGE_PHASE) continue;
         for (int k = 0; k < nseen; k++) known |= strcmp(seen[k], e->name) == 0;
         if (!known) seen[nseen++] = e->name;
     }
@@ -338,6 +369,7 @@ static void report(FILE *out)
 void trace_finish(FILE *out)
 {
     if (!g.on) return;
+    trace_resume();
     CUDA_CHECK(cudaDeviceSynchronize());
     CUPTI_CHECK(cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED));
     CUPTI_CHECK(cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
@@ -347,14 +379,10 @@ void trace_finish(FILE *out)
     pthread_mutex_lock(&g.lock);
     drop_queries();
     tl_sort(&g.tl);
-    if (g.json_path) {
-        FILE *f = fopen(g.json_path, "w");
-        if (!f) {
-            fprintf(stderr, "trace: cannot write %s\n", g.json_path);
-        } else {
-            tl_write_json(&g.tl, f);
-            fclose(f);
-        }
+    if (g.json) {
+        tl_write_json(&g.tl, g.json);
+        if (fclose(g.json) != 0) fprintf(stderr, "trace: writing %s failed\n", g.json_path);
+        g.json = NULL;
     }
     report(out);
     tl_free(&g.tl);

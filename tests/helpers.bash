@@ -1,8 +1,14 @@
 # helpers.bash: what every test file loads.
 #
 # The programs under test come from $COURSE_BIN (default build/solutions); the
-# grader points it at build/lessons or at a student's build. GPU tests call
-# need_gpu first: it skips them, with the reason, where no usable GPU is found.
+# grader points it at build/lessons or at a student's build. Checks that compare
+# with another lesson use $REF_BIN, the course's own solutions, never the
+# student's other lessons. GPU tests call need_gpu first: it skips them, with the
+# reason, where no usable GPU is found.
+#
+# Tags: `ex:ID` marks a check of exercise ID: it is scored, and it must fail while
+# that exercise is unsolved (make dev-check proves it). A check without `ex:` is
+# course health (options, no-GPU exit, sanitizers): reported, never scored.
 
 bats_require_minimum_version 1.5.0
 bats_load_library bats-support
@@ -10,6 +16,7 @@ bats_load_library bats-assert
 
 ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 BIN=${COURSE_BIN:-$ROOT/build/solutions}
+REF_BIN=${COURSE_REF_BIN:-$ROOT/build/solutions}
 TOOLS=$ROOT/build/tools
 FIXTURES=$ROOT/tests/fixtures
 
@@ -17,15 +24,43 @@ FIXTURES=$ROOT/tests/fixtures
 SMALL="--batches 40 --batch 64 --in 64 --hidden 256 --out 8 --reps 2 --warmup 1"
 # A GPU-heavy one (GPU step about twice the host prep): what overlap there is shows in a trace.
 GPU_HEAVY="--batches 30 --batch 512 --hidden 4096 --layers 4 --prep-work 0 --reps 1 --warmup 0"
+# The balanced default model, few batches: efficiency against the bound.
+BALANCED="--batches 60 --reps 3 --warmup 1"
 # Tiny, for compute-sanitizer (its racecheck is slow).
 TINY="--batches 12 --batch 16 --in 32 --hidden 64 --out 4 --reps 1 --warmup 0"
+# The test delays: a spin kernel before every copy, or before every step's kernels,
+# long against anything the host does between two batches at the SMALL size, so
+# that a missing wait is caught every time (tests/README in notes/README.md).
+DELAY_US=${DELAY_US:-1500}
+DELAYS=("" "--delay-us $DELAY_US --delay-on copy" "--delay-us $DELAY_US --delay-on compute")
+
+# Every program a test runs is ended, with everything it started, after this long.
+CHECK_TIMEOUT=${CHECK_TIMEOUT:-120}
+
+setup() {
+    export CHECK_NAME="$BATS_TEST_DESCRIPTION"  # for tests/timed's report
+}
+
+# prog NAME ARGS...: runs $BIN/NAME under the time limit (use as `run prog ...`).
+prog() {
+    local name=$1
+    shift
+    "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$BIN/$name" "$@"
+}
+
+# ref NAME ARGS...: the course's own solution of lesson NAME, under the time limit.
+ref() {
+    local name=$1
+    shift
+    "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$REF_BIN/$name" "$@"
+}
 
 # Decide once per file whether a GPU is usable (bats 1.8.2: never skip in setup_file).
 detect_gpu() {
     if [ -z "${HAVE_GPU:-}" ]; then
         HAVE_GPU=0
-        GPU_WHY="$("$ROOT/build/solutions/05_stream_overlap" --only 1 --size-mib 1 2>&1 >/dev/null | head -n 1)"
-        if "$ROOT/build/solutions/05_stream_overlap" --only 1 --size-mib 1 >/dev/null 2>&1; then
+        GPU_WHY="$("$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 2>&1 >/dev/null | head -n 1)"
+        if "$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 >/dev/null 2>&1; then
             HAVE_GPU=1
             GPU_WHY=""
         fi
@@ -42,6 +77,25 @@ need_sanitizer() {
     command -v compute-sanitizer >/dev/null || skip "compute-sanitizer is not on the PATH"
 }
 
+# need_overlap [copy-engines]: skips, with the reason, where work on different
+# streams cannot run at once, so that a check of overlap would fail correct code:
+# one hardware queue, synchronous launches, no concurrent kernels, MIG or MPS.
+# With `copy-engines`, also where copies in the two directions cannot overlap.
+need_overlap() {
+    need_gpu
+    [ "${CUDA_DEVICE_MAX_CONNECTIONS:-8}" -gt 1 ] ||
+        skip "CUDA_DEVICE_MAX_CONNECTIONS=$CUDA_DEVICE_MAX_CONNECTIONS: every stream shares one hardware queue"
+    [ "${CUDA_LAUNCH_BLOCKING:-0}" != 1 ] || skip "CUDA_LAUNCH_BLOCKING=1: every launch waits for the GPU"
+    [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || skip "MPS: the GPU is shared with other processes"
+    local caps
+    caps=$("$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 --json 2>/dev/null)
+    [ "$(jq -r .concurrent_kernels <<<"$caps")" = 1 ] || skip "this GPU runs one kernel at a time"
+    [ "$(jq -r .mig <<<"$caps")" != true ] || skip "a MIG instance: a slice of a GPU, shared"
+    if [ "${1:-}" = copy-engines ]; then
+        [ "$(jq -r .copy_engines <<<"$caps")" -ge 2 ] || skip "one copy engine: copies to and from the GPU take turns"
+    fi
+}
+
 # Runs compute-sanitizer's TOOL on a program and its arguments; passes when the
 # program succeeds and the tool reports no error.
 sanitize() {
@@ -49,14 +103,14 @@ sanitize() {
     shift
     local extra=()
     [ "$tool" = memcheck ] && extra=(--leak-check full)
-    run compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 "$@"
+    run "$ROOT/tests/timed" 300 compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 "$@"
     assert_success
     assert_output --regexp "(ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards displayed)"
 }
 
-# json_get FILE KEY: the value of a top-level key in a program's --json output.
+# json_get FILE KEY: the value of a top-level key of a JSON file (empty when absent).
 json_get() {
-    sed -n "s/^  \"$2\": \(.*\)$/\1/p" "$1" | sed 's/,$//; s/^"\(.*\)"$/\1/' | head -n 1
+    jq -r --arg k "$2" '.[$k] // empty | tostring' "$1"
 }
 
 # kv_get FILE KEY: the value of a key=value line (tracestat's output).
@@ -65,7 +119,7 @@ kv_get() {
 }
 
 # Numeric comparisons that say what they compared when they fail.
-assert_num() {  # assert_num A OP B (OP: < <= > >= ==)
+assert_num() {  # assert_num A OP B [what]  (OP: < <= > >= ==)
     if ! awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
         if (a == "" || b == "") exit 1
         if (op == "<") exit !(a + 0 < b + 0); if (op == "<=") exit !(a + 0 <= b + 0)
@@ -86,51 +140,71 @@ assert_step_kernels() {
     assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" "$n"
 }
 
-# Runs a program with --json into $BATS_TEST_TMPDIR/NAME.json; checks the JSON is valid.
+# run_json NAME PROGRAM ARGS...: runs $BIN/PROGRAM with --json into
+# $BATS_TEST_TMPDIR/NAME.json (its text in NAME.txt); checks the JSON is valid.
 run_json() {
     local name=$1
     shift
-    run --separate-stderr "$@" --json
-    echo "$output" >"$BATS_TEST_TMPDIR/$name.json"
-    echo "$stderr" >"$BATS_TEST_TMPDIR/$name.txt"
+    run --separate-stderr prog "$@" --json
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/$name.json"
+    printf '%s\n' "$stderr" >"$BATS_TEST_TMPDIR/$name.txt"
     if [ "$status" -ne 0 ]; then  # shown first when the test fails: what the program found wrong
-        echo "$(basename "$1") said:"
-        grep -E "never|poisoned|diverge|differ|NOT|: NO|FAILED|no loader|failed|synchronous run gives" \
+        echo "$1 $* said:"
+        grep -E "never|poisoned|diverge|differ|NOT|: NO|FAILED|failed|no loader|timed out|synchronous run gives" \
             <<<"$stderr" | head -n 6 | sed 's/^ */  /'
     fi
-    "$TOOLS/jsoncheck" "$BATS_TEST_TMPDIR/$name.json" || fail "$name: --json output is not valid JSON"
+    jq -e . "$BATS_TEST_TMPDIR/$name.json" >/dev/null || fail "$name: --json output is not valid JSON"
+}
+
+# assert_verified_under_delays PROGRAM ARGS...: the run is bit-identical to the
+# synchronous reference, every loss taken once, without delays and with each
+# stream held back in turn: a missing wait fails here every time.
+assert_verified_under_delays() {
+    for delay in "${DELAYS[@]}"; do
+        # shellcheck disable=SC2086
+        run_json v "$@" $delay
+        [ "$status" -eq 0 ] || fail "$1 $* $delay: not verified (exit code $status)"
+        assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" matches_reference)" true
+        assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" losses_once)" true
+    done
 }
 
 # check_rejects PROGRAM OPTION VALUE...: each value must be refused with exit code 2
 # and exactly one line on stderr that names the option.
 check_rejects() {
-    local prog=$1 option=$2
+    local name=$1 option=$2
     shift 2
     for value in "$@"; do
-        run --separate-stderr "$BIN/$prog" "--$option" "$value"
-        [ "$status" -eq 2 ] || fail "$prog --$option '$value': exit code $status, expected 2 (bad usage)"
-        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "$prog --$option '$value': expected one line on stderr, got: $stderr"
-        [[ "$stderr" == *"--$option"* ]] || fail "$prog --$option '$value': the message does not name the option: $stderr"
+        run --separate-stderr prog "$name" "--$option" "$value"
+        [ "$status" -eq 2 ] || fail "$name --$option '$value': exit code $status, expected 2 (bad usage)"
+        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "$name --$option '$value': expected one line on stderr, got: $stderr"
+        [[ "$stderr" == *"--$option"* ]] || fail "$name --$option '$value': the message does not name the option: $stderr"
     done
 }
 
 # The options every training lesson takes, with values each must refuse.
 check_training_options() {
-    local prog=$1
+    local name=$1
     for option in batches batch in hidden layers out reps; do
-        check_rejects "$prog" "$option" abc 0 -1 99999999999999999999 1.5
+        check_rejects "$name" "$option" abc 0 -1 99999999999999999999 1.5
     done
-    check_rejects "$prog" prep-work abc -1 100001 99999999999999999999
-    check_rejects "$prog" seed abc -1 2147483648
-    check_rejects "$prog" warmup abc -1 11
-    check_rejects "$prog" lr abc 0 -0.1 1e400 nan
+    check_rejects "$name" prep-work abc -1 100001 99999999999999999999
+    check_rejects "$name" seed abc -1 2147483648
+    check_rejects "$name" warmup abc -1 11
+    check_rejects "$name" lr abc 0 -0.1 1e400 nan
+    check_rejects "$name" delay-us abc -1 100001
+    check_rejects "$name" delay-on abc 1 copies
+    # a trace file that cannot be written: refused before any work
+    run --separate-stderr prog "$name" --trace /nonexistent-folder/t.json --batches 1
+    [ "$status" -eq 2 ] || fail "$name --trace to a folder that does not exist: exit code $status, expected 2"
+    [[ "$stderr" == *"--trace"* ]] || fail "$name --trace: the message does not name the option: $stderr"
 }
 
 # The checks every program must pass without a GPU.
 check_no_gpu_exit() {
-    local prog=$1
+    local name=$1
     shift
-    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$BIN/$prog" "$@"
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$BIN/$name" "$@"
     assert_equal "$status" 3
     [[ "$stderr" == *"no usable GPU"* ]] || fail "expected 'no usable GPU' on stderr, got: $stderr"
 }

@@ -72,7 +72,7 @@ RECORDED=$FIXTURES/08_small_trace.json
 }
 
 @test "timeline: the terminal rendering of the recorded trace matches, at 100 columns" {
-    run "$TOOLS/tracestat" "$RECORDED" --window run --batches 10 3 --text
+    run "$TOOLS/tracestat" "$RECORDED" --window run --from-batch 10 --batches 3 --text
     assert_success
     diff <(printf '%s\n' "$output") "$FIXTURES/08_small_trace.timeline.txt"
     while IFS= read -r line; do
@@ -81,7 +81,7 @@ RECORDED=$FIXTURES/08_small_trace.json
 }
 
 @test "timeline: the SVG of a trace names every drawn track and is closed" {
-    "$TOOLS/tracestat" "$RECORDED" --window run --batches 10 3 --svg "$BATS_TEST_TMPDIR/t.svg"
+    "$TOOLS/tracestat" "$RECORDED" --window run --from-batch 10 --batches 3 --svg "$BATS_TEST_TMPDIR/t.svg"
     run head -c 4 "$BATS_TEST_TMPDIR/t.svg"
     assert_output "<svg"
     run tail -n 1 "$BATS_TEST_TMPDIR/t.svg"

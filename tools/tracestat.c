@@ -1,6 +1,6 @@
 // tracestat: read a trace written by --trace and print what it shows.
 //
-//   tracestat TRACE.json [--window PHASE] [--batches FIRST COUNT]
+//   tracestat TRACE.json [--window PHASE] [--from-batch FIRST [--batches COUNT]]
 //             [--text [--width N]] [--svg FILE.svg [--title T] [--ms-axis MS]]
 //   tracestat TRACE.json --check        the file's structure: events sorted by
 //             time, every track named, no two events on a stream track partly
@@ -16,8 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/check.h"     // defines: EXIT_USAGE
-#include "common/timeline.h"  // defines: timeline, tl_read_json, tl_analyse, tl_render_text, tl_render_svg
+#include "common/args.h"        // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error
+#include "common/exit_codes.h"  // defines: EXIT_FAILURE
+#include "common/timeline.h"    // defines: timeline, tl_read_json, tl_analyse, tl_render_text, tl_render_svg
 
 // Checks what tl_write_json promises, on the events in file order.
 static int check(const timeline *t)
@@ -43,64 +44,40 @@ static int check(const timeline *t)
         for (int j = i - 1; j >= 0; j--) {  // the latest earlier event on the same track
             const tl_event *d = &t->events[j];
             if (d->kind == TL_SYNC || d->track != e->track) continue;
-            int nested = t->tracks[e->track].is_host && e->end <= d->end;
+            int nested = tl_is_host(t, e->track) && e->end <= d->end;
             if (e->start < d->end && !nested) {
                 printf("events %d (%s) and %d (%s) on track %s overlap without nesting\n", j, d->name, i,
                        e->name, t->tracks[e->track].name);
                 return 0;
             }
-            if (!t->tracks[e->track].is_host || e->start >= d->end) break;
+            if (!tl_is_host(t, e->track) || e->start >= d->end) break;
         }
     }
     printf("ok: %d events on %d tracks\n", t->nevents, t->ntracks);
     return 1;
 }
 
-static const char *USAGE =
-    "usage: tracestat TRACE.json [--window PHASE] [--batches FIRST COUNT] [--text [--width N]]\n"
-    "                 [--svg FILE.svg [--title T] [--ms-axis MS]] [--check] [--rewrite OUT.json]\n";
-
 int main(int argc, char **argv)
 {
-    const char *path = NULL, *phase = NULL, *svg = NULL, *title = NULL, *rewrite = NULL;
-    int first = -1, count = 0, text = 0, width = 100, checking = 0;
+    const char *phase = NULL, *svg = NULL, *title = NULL, *rewrite = NULL, *files[1] = {NULL};
+    int first = -1, count = 3, text = 0, width = 100, checking = 0;
     double ms_axis = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int more = argc - 1 - i;  // values left after this argument
-        if (strcmp(a, "--help") == 0) {
-            fputs(USAGE, stdout);
-            return 0;
-        } else if (strcmp(a, "--window") == 0 && more >= 1) {
-            phase = argv[++i];
-        } else if (strcmp(a, "--batches") == 0 && more >= 2) {
-            first = atoi(argv[++i]);
-            count = atoi(argv[++i]);
-        } else if (strcmp(a, "--text") == 0) {
-            text = 1;
-        } else if (strcmp(a, "--width") == 0 && more >= 1) {
-            width = atoi(argv[++i]);
-        } else if (strcmp(a, "--svg") == 0 && more >= 1) {
-            svg = argv[++i];
-        } else if (strcmp(a, "--title") == 0 && more >= 1) {
-            title = argv[++i];
-        } else if (strcmp(a, "--ms-axis") == 0 && more >= 1) {
-            ms_axis = atof(argv[++i]);
-        } else if (strcmp(a, "--check") == 0) {
-            checking = 1;
-        } else if (strcmp(a, "--rewrite") == 0 && more >= 1) {
-            rewrite = argv[++i];
-        } else if (a[0] != '-' && !path) {
-            path = a;
-        } else {
-            fputs(USAGE, stderr);
-            return EXIT_USAGE;
-        }
-    }
-    if (!path) {
-        fputs(USAGE, stderr);
-        return EXIT_USAGE;
-    }
+    const arg_spec specs[] = {
+        arg_string("window", &phase, "PHASE", "measure (or draw) the last phase of that name, e.g. run"),
+        arg_int("from-batch", &first, 0, 1000000, "N", "within the window, start at batch N's preparation"),
+        arg_int("batches", &count, 1, 1000000, "N", "with --from-batch: this many batches"),
+        arg_flag("text", &text, "draw the window as a text Gantt chart"),
+        arg_int("width", &width, 20, 1000, "N", "columns of the text chart"),
+        arg_string("svg", &svg, "FILE", "draw the window as an SVG picture"),
+        arg_string("title", &title, "T", "the drawing's title"),
+        arg_double("ms-axis", &ms_axis, 0, 1e9, "MS", "the SVG's time axis in ms (0: the window's span)"),
+        arg_flag("check", &checking, "check the file's structure (sorted, named, nested); exit 1 on a problem"),
+        arg_string("rewrite", &rewrite, "OUT", "read the trace and write it again (tests the writer)"),
+    };
+    int nfiles = args_parse_files(argc, argv, "tracestat", "Read a trace written by --trace and print what it shows.",
+                                  specs, (int)(sizeof specs / sizeof specs[0]), "TRACE.json", files, 1);
+    if (nfiles != 1) usage_error("tracestat", "give one trace file (try --help)");
+    const char *path = files[0];
     FILE *in = fopen(path, "r");
     if (!in) {
         fprintf(stderr, "tracestat: cannot open %s\n", path);
@@ -174,9 +151,9 @@ int main(int argc, char **argv)
     for (int k = 0; k < t.ntracks; k++) printf("%s%s", k ? "," : "", t.tracks[k].name);
     printf("\n");
     for (int a = 0; a < t.ntracks; a++) {
-        if (t.tracks[a].is_host) continue;
+        if (tl_is_host(&t, a)) continue;
         for (int b = a + 1; b < t.ntracks; b++)
-            if (!t.tracks[b].is_host)
+            if (!tl_is_host(&t, b))
                 printf("overlap_ms[%s,%s]=%.6f\nkernel_overlap_ms[%s,%s]=%.6f\n", t.tracks[a].name,
                        t.tracks[b].name, tl_track_overlap_ms(&t, a, b, start, end, 0), t.tracks[a].name,
                        t.tracks[b].name, tl_track_overlap_ms(&t, a, b, start, end, 1));

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 2606805994): fill in every TODO.
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 2105113251): fill in every TODO.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
 //
@@ -11,24 +11,29 @@
 // queued its copy) -> refilled once that copy has finished: the loader that takes
 // the slot next waits for the slot's event, on its own thread, asleep
 // (cudaEventBlockingSync). Free slots and ready batches are guarded by one mutex
-// and two condition variables: nobody spins. The GPU side is lesson 08's: two
-// device slots, events, a loss ring drained every --sync-interval batches.
+// and two condition variables: nobody spins, the main thread included (the loss
+// ring's events sleep too). The GPU side is lesson 08's: two device slots,
+// events, the loss ring drained one batch behind every --sync-interval batches.
 //
 // Batch i is the same bits whichever loader prepares it, so losses and weights
 // equal lesson 06's for any --workers and --prefetch. --fail-at-batch N makes the
-// loader of batch N fail: the program stops with a clear error and exit code 1,
-// every thread joined and every buffer freed. If the loaders can no longer make
-// progress (a bug), the main thread says so instead of waiting forever.
+// loader of batch N fail: the loop stops, every loader returns and is joined, and
+// the program exits with code 1 and one line naming the batch. A loader never
+// exits the program itself: it writes what went wrong and stops the others. If
+// the loaders can no longer make progress (a bug), the main thread says so
+// instead of waiting forever.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "common/args.h"    // defines: arg_spec, args_parse
-#include "common/check.h"   // defines: CUDA_CHECK, EXERCISE_HELPER
-#include "common/timing.h"  // defines: host_now_ms
-#include "common/train.h"   // defines: trainer, trainer_init, trainer_run, trainer_finish, trainer_prepare,
-                            //          trainer_step, loss_ring, loss_ring_queue, loss_ring_sync
+#include "common/args.h"     // defines: arg_spec, arg_int, args_parse
+#include "common/check.h"    // defines: CUDA_CHECK, EXERCISE_HELPER
+#include "common/harness.h"  // defines: harness_run_loop, harness_finish
+#include "common/memory.h"   // defines: host_calloc
+#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                             //          trainer_init, trainer_prepare, trainer_step, test_delay, host_wait_begin,
+                             //          host_wait_end, loss_ring, loss_ring_create, loss_ring_destroy,
+                             //          loss_ring_queue, loss_ring_interval
 
 static const char *PROG = "10_async_loader_pipeline";
 
@@ -43,260 +48,291 @@ typedef struct {
     cudaEvent_t copied;  // recorded after the copy out of this slot (valid once COPYING)
 } host_slot;
 
-static struct {
+typedef struct loader_pool loader_pool;
+typedef struct {
+    loader_pool *pool;
+    int k;               // loader k of the pool
+    pthread_t thread;
+    int running;         // has not returned yet
+    int blocked;         // sleeps on slot_free and has not been signalled since
+} loader;
+
+struct loader_pool {
     int workers, prefetch, sync_interval, fail_at_batch;
     trainer *t;
     host_slot *slots;
-    pthread_t threads[MAX_WORKERS];
+    loader loaders[MAX_WORKERS];
     pthread_mutex_t lock;
     pthread_cond_t slot_free;    // signalled when a slot is handed back (or on stop)
     pthread_cond_t batch_ready;  // signalled when a batch is ready, a loader blocks or leaves (or on stop)
-    long next_batch;             // the next batch a loader will claim
-    int stop;                    // no loader claims anything once set
-    char error[240];             // why the run stopped early, if it did
-    int running[MAX_WORKERS];    // loader k has not returned yet
-    int blocked[MAX_WORKERS];    // loader k sleeps on slot_free and has not been signalled since
-    long loader_waits;           // times a loader found its slot's last copy still running
     cudaEvent_t copied_dev[DEVICE_SLOTS], stepped[DEVICE_SLOTS];
-    loss_ring losses;            // lesson 08's loss ring, from common/train.c
-} ld;
+    loss_ring losses;            // lesson 08's loss ring, from common/trainer.c
+    // one run's state, set by start_loaders
+    long next_batch;             // the next batch a loader will claim
+    int stop;                    // no loader claims or prepares anything once set
+    char error[200];             // why the run stopped early, if it did
+    long loader_waits;           // times a loader found its slot's last copy still running
+};
 
 // ----------------------------------------------------------------------------
-// the ring of pinned slots (every function here is called with ld.lock held)
+// the ring of pinned slots (every function here is called with p->lock held)
 
-static void wake_loaders(void)
+static void wake_loaders(loader_pool *p)
 {
-    memset(ld.blocked, 0, sizeof ld.blocked);
-    pthread_cond_broadcast(&ld.slot_free);
+    for (int k = 0; k < p->workers; k++) p->loaders[k].blocked = 0;
+    pthread_cond_broadcast(&p->slot_free);
+}
+
+// Stops the run: the first reason given is the one reported.
+static void stop_all(loader_pool *p, const char *why)
+{
+    if (why && !p->error[0]) snprintf(p->error, sizeof p->error, "%s", why);
+    p->stop = 1;
+    wake_loaders(p);
+    pthread_cond_broadcast(&p->batch_ready);
 }
 
 // Loader k sleeps until a slot may have been handed back.
-EXERCISE_HELPER static void sleep_until_slot_free(int k)
+EXERCISE_HELPER static void sleep_until_slot_free(loader_pool *p, int k)
 {
-    ld.blocked[k] = 1;
-    pthread_cond_broadcast(&ld.batch_ready);  // the main thread checks whether anyone can still progress
-    pthread_cond_wait(&ld.slot_free, &ld.lock);
-    ld.blocked[k] = 0;  // also after a spurious wake-up
+    p->loaders[k].blocked = 1;
+    pthread_cond_broadcast(&p->batch_ready);  // the main thread checks whether anyone can still progress
+    pthread_cond_wait(&p->slot_free, &p->lock);
+    p->loaders[k].blocked = 0;  // also after a spurious wake-up
 }
 
 // 1 when no loader can make progress: all have left, or all sleep waiting for a slot
 // that only the main thread, now waiting for a batch, could hand back.
-static int loaders_stuck(void)
+static int loaders_stuck(const loader_pool *p)
 {
-    for (int k = 0; k < ld.workers; k++)
-        if (ld.running[k] && !ld.blocked[k]) return 0;
+    for (int k = 0; k < p->workers; k++)
+        if (p->loaders[k].running && !p->loaders[k].blocked) return 0;
     return 1;
 }
 
 // Loader k claims the next batch and its slot. Returns 0 when there is nothing left to claim.
-static int claim_batch(int k, long *batch, host_slot **slot, int *copy_queued)
+static int claim_batch(loader_pool *p, int k, long *batch, host_slot **slot, int *copy_queued)
 {
-    // TODO(10-claim): the next batch to prepare is ld.next_batch, in slot batch % prefetch; a slot still holding an earlier batch is not yours yet (sleep_until_slot_free), and after waking the next batch may have been taken by another loader; leave the slot marked so no one else fills it
-    (void)k, (void)batch, (void)slot, (void)copy_queued;
+    // TODO(10-claim): the next batch to prepare is p->next_batch, in slot batch % prefetch; a slot still holding an earlier batch is not yours yet (sleep_until_slot_free), and after waking the next batch may have been taken by another loader; leave the slot marked so no one else fills it
+    (void)p, (void)k, (void)batch, (void)slot, (void)copy_queued;
     return 0;  // nothing claimed: the loader leaves at once
 }
 
 // The loader has filled its slot: hand the batch to the main thread.
-static void publish_batch(host_slot *slot)
+static void publish_batch(loader_pool *p, host_slot *slot)
 {
     // TODO(10-publish): mark the slot READY and wake the main thread, which sleeps on batch_ready
-    (void)slot;
+    (void)p, (void)slot;
 }
 
 // The main thread has queued the copy out of the slot: hand the slot back.
-static void hand_back_slot(host_slot *slot, cudaStream_t copy_stream)
+static void hand_back_slot(loader_pool *p, host_slot *slot, cudaStream_t copy_stream)
 {
     // TODO(10-hand-back): record the slot's `copied` event on the copy stream (a loader will wait for it before refilling), mark the slot COPYING and wake the loaders
-    (void)slot, (void)copy_stream;
+    (void)p, (void)slot, (void)copy_stream;
 }
 
 // ----------------------------------------------------------------------------
 // the loaders
 
+// Before refilling a slot whose last copy was queued: that copy may still be
+// reading it. Returns 0, or -1 with `why` written (a CUDA error: never exit()
+// from a loader thread, the main thread may be using CUDA at the same moment).
+static int wait_for_last_copy(loader_pool *p, int k, host_slot *slot, long i, char *why, size_t size)
+{
+    // TODO(10-recycle): the slot's last copy may still be reading the pinned buffer: ask its `copied` event (cudaEventQuery), and only if the copy is still pending wait for it on this thread (a TL_RANGE_LOADER_WAIT range, p->loader_waits counted under the lock); report an error into `why`, never exit
+    (void)p, (void)k, (void)slot, (void)i, (void)why, (void)size;
+    return 0;
+}
+
 static void *loader_main(void *arg)
 {
-    int k = (int)(long)arg;
-    char name[32];
-    snprintf(name, sizeof name, "loader %d", k);
-    trace_name_thread(name);
+    loader *me = (loader *)arg;
+    loader_pool *p = me->pool;
+    char name[32], why[200] = "";
+    snprintf(name, sizeof name, "loader %d", me->k);
+    trace_name_thread(name, TL_TRACK_THREAD);
     long i = 0;
     host_slot *slot = NULL;
     int copy_queued = 0;
-    pthread_mutex_lock(&ld.lock);
-    while (claim_batch(k, &i, &slot, &copy_queued)) {
-        pthread_mutex_unlock(&ld.lock);
-        if (copy_queued) {
-            // TODO(10-recycle): the slot's last copy may still be reading the pinned buffer: make sure it is over before you overwrite it, waiting on this thread only when you must (and count ld.loader_waits)
-        }
-        if (i == ld.fail_at_batch) {  // a simulated I/O error: stop everyone
-            pthread_mutex_lock(&ld.lock);
-            snprintf(ld.error, sizeof ld.error, "loader %d failed while preparing batch %ld (--fail-at-batch)", k, i);
-            ld.stop = 1;
-            break;
-        }
-        trainer_prepare(ld.t, i, ld.t->h_batch[i % ld.prefetch]);
-        pthread_mutex_lock(&ld.lock);
-        publish_batch(slot);
+    pthread_mutex_lock(&p->lock);
+    while (claim_batch(p, me->k, &i, &slot, &copy_queued)) {
+        pthread_mutex_unlock(&p->lock);
+        if (copy_queued) wait_for_last_copy(p, me->k, slot, i, why, sizeof why);
+        if (!why[0] && i == p->fail_at_batch)  // a simulated I/O error
+            snprintf(why, sizeof why, "loader %d failed while preparing batch %ld (--fail-at-batch)", me->k, i);
+        pthread_mutex_lock(&p->lock);
+        if (why[0] || p->stop) break;  // a batch claimed after a stop is not prepared
+        pthread_mutex_unlock(&p->lock);
+        trainer_prepare(p->t, i, p->t->h_batch[i % p->prefetch]);
+        pthread_mutex_lock(&p->lock);
+        publish_batch(p, slot);
     }
-    ld.running[k] = 0;
-    pthread_cond_broadcast(&ld.batch_ready);
-    wake_loaders();  // after a failure: the others leave too
-    pthread_mutex_unlock(&ld.lock);
+    if (why[0]) stop_all(p, why);
+    me->running = 0;
+    pthread_cond_broadcast(&p->batch_ready);  // the main thread may be waiting for this loader
+    pthread_mutex_unlock(&p->lock);
     return NULL;
 }
 
-static void start_loaders(void)
+// A run starts: every slot free, nothing claimed, no error, the loaders started.
+static int start_loaders(loader_pool *p)
 {
-    ld.next_batch = 0;
-    ld.stop = 0;
-    ld.error[0] = '\0';
-    for (int s = 0; s < ld.prefetch; s++) {
-        ld.slots[s].state = SLOT_FREE;
-        ld.slots[s].batch = -1;
+    p->next_batch = 0;
+    p->stop = 0;
+    p->error[0] = '\0';
+    p->loader_waits = 0;
+    for (int s = 0; s < p->prefetch; s++) {
+        p->slots[s].state = SLOT_FREE;
+        p->slots[s].batch = -1;
     }
-    for (int k = 0; k < ld.workers; k++) {
-        ld.running[k] = 1;
-        ld.blocked[k] = 0;
-    }
-    for (long k = 0; k < ld.workers; k++)
-        if (pthread_create(&ld.threads[k], NULL, loader_main, (void *)k) != 0) {
-            fprintf(stderr, "%s: cannot start loader thread %ld\n", PROG, k);
-            exit(EXIT_FAILURE);
+    for (int k = 0; k < p->workers; k++) {
+        loader *l = &p->loaders[k];
+        l->pool = p;
+        l->k = k;
+        l->running = 1;
+        l->blocked = 0;
+        if (pthread_create(&l->thread, NULL, loader_main, l) != 0) {
+            pthread_mutex_lock(&p->lock);
+            l->running = 0;
+            stop_all(p, "cannot start a loader thread");
+            pthread_mutex_unlock(&p->lock);
+            for (int j = 0; j < k; j++) pthread_join(p->loaders[j].thread, NULL);
+            return -1;
         }
+    }
+    return 0;
 }
 
-static void stop_loaders(void)
+static void stop_loaders(loader_pool *p)
 {
-    pthread_mutex_lock(&ld.lock);
-    ld.stop = 1;
-    wake_loaders();
-    pthread_mutex_unlock(&ld.lock);
-    for (int k = 0; k < ld.workers; k++) pthread_join(ld.threads[k], NULL);
+    pthread_mutex_lock(&p->lock);
+    stop_all(p, NULL);
+    pthread_mutex_unlock(&p->lock);
+    for (int k = 0; k < p->workers; k++) pthread_join(p->loaders[k].thread, NULL);
 }
 
 // The main thread sleeps until batch i is ready; returns its slot, or NULL when
-// the run must stop (ld.error says why). Counted as a slot wait.
-static host_slot *wait_for_batch(trainer *t, long i)
+// the run must stop (p->error says why). Counted as a slot wait.
+static host_slot *wait_for_batch(loader_pool *p, trainer *t, long i)
 {
-    host_slot *slot = &ld.slots[i % ld.prefetch];
-    pthread_mutex_lock(&ld.lock);
+    host_slot *slot = &p->slots[i % p->prefetch];
+    pthread_mutex_lock(&p->lock);
     if (!(slot->state == SLOT_READY && slot->batch == i)) {
-        trace_range r = trace_begin("slot wait", (int)i);
-        double t0 = host_now_ms();
-        while (!(slot->state == SLOT_READY && slot->batch == i) && !ld.stop) {
-            if (loaders_stuck()) {
-                snprintf(ld.error, sizeof ld.error,
-                         "waiting for batch %ld, but no loader can make progress: %s", i,
-                         ld.next_batch <= i ? "the loaders never claimed it (see claim_batch)"
-                                            : "it was claimed but never published, or the loaders wait for slots "
-                                              "that were never handed back (see publish_batch, hand_back_slot)");
-                ld.stop = 1;
+        host_wait w = host_wait_begin(TL_RANGE_SLOT_WAIT, "slot wait");
+        while (!(slot->state == SLOT_READY && slot->batch == i) && !p->stop) {
+            if (loaders_stuck(p)) {
+                char why[200];
+                snprintf(why, sizeof why, "waiting for batch %ld, but no loader can make progress: %s", i,
+                         p->next_batch <= i ? "the loaders never claimed it (see claim_batch)"
+                                            : "it was claimed but never published, or the loaders wait for "
+                                              "slots never handed back (see publish_batch, hand_back_slot)");
+                stop_all(p, why);
                 break;
             }
-            pthread_cond_wait(&ld.batch_ready, &ld.lock);
+            pthread_cond_wait(&p->batch_ready, &p->lock);
         }
-        t->blocked_ms += host_now_ms() - t0;
-        t->slot_waits++;
-        trace_end(&r);
+        host_wait_end(t, &w);
     }
     int ready = slot->state == SLOT_READY && slot->batch == i;
-    pthread_mutex_unlock(&ld.lock);
+    pthread_mutex_unlock(&p->lock);
     return ready ? slot : NULL;
-}
-
-static void destroy_loader(void)
-{
-    for (int s = 0; s < ld.prefetch; s++) CUDA_CHECK(cudaEventDestroy(ld.slots[s].copied));
-    for (int d = 0; d < DEVICE_SLOTS; d++) {
-        CUDA_CHECK(cudaEventDestroy(ld.copied_dev[d]));
-        CUDA_CHECK(cudaEventDestroy(ld.stepped[d]));
-    }
-    loss_ring_destroy(&ld.losses, ld.t);
-    free(ld.slots);
-    pthread_cond_destroy(&ld.slot_free);
-    pthread_cond_destroy(&ld.batch_ready);
-    pthread_mutex_destroy(&ld.lock);
 }
 
 // ----------------------------------------------------------------------------
 // the training loop: the main thread only enqueues GPU work
 
-static void train_loop(trainer *t)
+static int train_loop(trainer *t, void *ctx)
 {
-    start_loaders();
-    ld.losses.next = 0;
+    loader_pool *p = (loader_pool *)ctx;
+    long next_loss = 0;
+    if (start_loaders(p) != 0) {
+        snprintf(t->error, sizeof t->error, "%s", p->error);
+        return -1;
+    }
     for (long i = 0; i < t->opt.batches; i++) {
-        host_slot *slot = wait_for_batch(t, i);
+        host_slot *slot = wait_for_batch(p, t, i);
         if (!slot) break;
         int d = (int)(i % DEVICE_SLOTS);
         float *d_batch = t->d_batch[d];
-        if (i >= DEVICE_SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, ld.stepped[d], 0));
-        CUDA_CHECK(cudaMemcpyAsync(d_batch, t->h_batch[i % ld.prefetch], t->batch_bytes, cudaMemcpyHostToDevice,
+        if (i >= DEVICE_SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, p->stepped[d], 0));
+        test_delay(t, DELAY_COPY, t->copy_stream);
+        CUDA_CHECK(cudaMemcpyAsync(d_batch, t->h_batch[i % p->prefetch], t->batch_bytes, cudaMemcpyHostToDevice,
                                    t->copy_stream));
-        pthread_mutex_lock(&ld.lock);
-        hand_back_slot(slot, t->copy_stream);
-        pthread_mutex_unlock(&ld.lock);
-        CUDA_CHECK(cudaEventRecord(ld.copied_dev[d], t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ld.copied_dev[d], 0));
+        pthread_mutex_lock(&p->lock);
+        hand_back_slot(p, slot, t->copy_stream);
+        pthread_mutex_unlock(&p->lock);
+        CUDA_CHECK(cudaEventRecord(p->copied_dev[d], t->copy_stream));
+        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, p->copied_dev[d], 0));
         trainer_step(t, i, d_batch, t->compute_stream);
-        CUDA_CHECK(cudaEventRecord(ld.stepped[d], t->compute_stream));
-        loss_ring_queue(&ld.losses, t, i, t->compute_stream);
-        if ((i + 1) % ld.sync_interval == 0 || i == t->opt.batches - 1) loss_ring_sync(&ld.losses, t, i);
+        CUDA_CHECK(cudaEventRecord(p->stepped[d], t->compute_stream));
+        loss_ring_queue(&p->losses, t, i, t->compute_stream);
+        loss_ring_interval(&p->losses, t, i, p->sync_interval, &next_loss);
     }
-    stop_loaders();
-    if (ld.error[0]) {  // stop the program here: every later run would stop the same way
-        CUDA_CHECK(cudaDeviceSynchronize());
-        fprintf(stderr, "%s: %s; every loader thread joined, stopping\n", PROG, ld.error);
-        destroy_loader();
-        exit(trainer_finish(t, 0));
-    }
+    stop_loaders(p);
+    if (!p->error[0]) return 0;
+    snprintf(t->error, sizeof t->error, "%s; every loader thread joined", p->error);
+    return -1;
 }
 
 // ----------------------------------------------------------------------------
+
+static void create_pool(loader_pool *p, trainer *t)
+{
+    p->t = t;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->slot_free, NULL);
+    pthread_cond_init(&p->batch_ready, NULL);
+    p->slots = (host_slot *)host_calloc((size_t)p->prefetch, sizeof(host_slot), "the slot ring");
+    for (int s = 0; s < p->prefetch; s++)  // loaders sleep on these: no spinning
+        CUDA_CHECK(cudaEventCreateWithFlags(&p->slots[s].copied, cudaEventDisableTiming | cudaEventBlockingSync));
+    for (int d = 0; d < DEVICE_SLOTS; d++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&p->copied_dev[d], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&p->stepped[d], cudaEventDisableTiming));
+    }
+    loss_ring_create(&p->losses, t, cudaEventBlockingSync);  // the main thread sleeps at the interval sync too
+}
+
+static void destroy_pool(loader_pool *p)
+{
+    for (int s = 0; s < p->prefetch; s++) CUDA_CHECK(cudaEventDestroy(p->slots[s].copied));
+    for (int d = 0; d < DEVICE_SLOTS; d++) {
+        CUDA_CHECK(cudaEventDestroy(p->copied_dev[d]));
+        CUDA_CHECK(cudaEventDestroy(p->stepped[d]));
+    }
+    loss_ring_destroy(&p->losses);
+    free(p->slots);
+    pthread_cond_destroy(&p->slot_free);
+    pthread_cond_destroy(&p->batch_ready);
+    pthread_mutex_destroy(&p->lock);
+}
 
 int main(int argc, char **argv)
 {
     train_options o;
     train_options_default(&o);
-    ld.workers = 4;
-    ld.prefetch = 6;
-    ld.sync_interval = 10;
-    ld.fail_at_batch = -1;
+    loader_pool p = {.workers = 4, .prefetch = 6, .sync_interval = 10, .fail_at_batch = -1};
     arg_spec specs[32];
     int n = train_option_specs(&o, specs);
-    specs[n++] = (arg_spec){"workers", ARG_INT, &ld.workers, 1, MAX_WORKERS, "N", "loader threads"};
-    specs[n++] = (arg_spec){"prefetch", ARG_INT, &ld.prefetch, 1, 1024, "N", "pinned batch slots in the ring"};
-    specs[n++] = (arg_spec){"sync-interval", ARG_INT, &ld.sync_interval, 1, 1000000, "N",
-                            "batches between two host synchronisations"};
-    specs[n++] = (arg_spec){"fail-at-batch", ARG_INT, &ld.fail_at_batch, 0, 1000000, "N",
-                            "make the loader of batch N fail (to test shutdown)"};
+    specs[n++] = arg_int("workers", &p.workers, 1, MAX_WORKERS, "N", "loader threads");
+    specs[n++] = arg_int("prefetch", &p.prefetch, 1, 4096, "N", "pinned batch slots in the ring");
+    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N", "batches between two host synchronisations");
+    specs[n++] = arg_int("fail-at-batch", &p.fail_at_batch, 0, 1000000, "N", "make the loader of batch N fail (to test shutdown)");
     args_parse(argc, argv, PROG, "Train an MLP with loader threads preparing batches ahead.", specs, n);
-    o.workers = ld.workers;
+    o.workers = p.workers;
 
     trainer t;
-    trainer_init(&t, PROG, &o, ld.prefetch, DEVICE_SLOTS, ld.sync_interval);
-    ld.t = &t;
-    pthread_mutex_init(&ld.lock, NULL);
-    pthread_cond_init(&ld.slot_free, NULL);
-    pthread_cond_init(&ld.batch_ready, NULL);
-    ld.slots = (host_slot *)calloc((size_t)ld.prefetch, sizeof(host_slot));
-    for (int s = 0; s < ld.prefetch; s++)  // loaders sleep on these: no spinning
-        CUDA_CHECK(cudaEventCreateWithFlags(&ld.slots[s].copied, cudaEventDisableTiming | cudaEventBlockingSync));
-    for (int d = 0; d < DEVICE_SLOTS; d++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&ld.copied_dev[d], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&ld.stepped[d], cudaEventDisableTiming));
-    }
-    loss_ring_create(&ld.losses, &t);
-
-    int ok = trainer_run(&t, train_loop);
+    trainer_init(&t, PROG, &o, p.prefetch, DEVICE_SLOTS, p.sync_interval + 1);
+    create_pool(&p, &t);
+    int ok = harness_run_loop(&t, train_loop, &p);
     FILE *out = o.json ? stderr : stdout;
-    fprintf(out, "loaders: %d threads, %d slots; a loader found its slot's copy still running %ld times\n",
-            ld.workers, ld.prefetch, ld.loader_waits);
+    fprintf(out, "loaders: %d threads, %d slots; a loader found its slot's copy still running %ld times (last run)\n",
+            p.workers, p.prefetch, p.loader_waits);
     if (o.json) {
-        json_int(&t.js, "prefetch", ld.prefetch);
-        json_int(&t.js, "sync_interval", ld.sync_interval);
-        json_int(&t.js, "loader_waits", ld.loader_waits);
+        json_int(&t.js, "prefetch", p.prefetch);
+        json_int(&t.js, "sync_interval", p.sync_interval);
+        json_int(&t.js, "loader_waits", p.loader_waits);
     }
-    destroy_loader();
-    return trainer_finish(&t, ok);
+    destroy_pool(&p);
+    return harness_finish(&t, ok);
 }

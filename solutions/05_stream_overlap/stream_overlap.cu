@@ -231,7 +231,7 @@ static void time_round_robin(gpu_work_fn *fns, int *nstreams, int n, overlap_job
 static long check_variant(const char *what, gpu_work_fn fn, overlap_job *j, FILE *out)
 {
     poison(j->w);
-    trace_range phase = trace_begin(what, TRACE_PHASE);
+    trace_range phase = trace_begin(TL_RANGE_PHASE, what, -1);
     fn(j);
     CUDA_CHECK(cudaDeviceSynchronize());
     trace_end(&phase);
@@ -459,7 +459,7 @@ int main(int argc, char **argv)
     w.work = o.kernel_work ? o.kernel_work : balance_kernel_work(&job, o.kernel_ratio * 0.5 * (h2d_ms + d2h_ms), &o);
     double kernel_ms = time_gpu_work(kernel_only, &job, streams, 1, o.warmup, o.reps).median;
     poison(&w);
-    trace_range phase = trace_begin("sequential", TRACE_PHASE);
+    trace_range phase = trace_begin(TL_RANGE_PHASE, "sequential", -1);
     run_sequential(&job);
     CUDA_CHECK(cudaDeviceSynchronize());
     trace_end(&phase);
@@ -604,7 +604,7 @@ int main(int argc, char **argv)
         }
         CUDA_CHECK(cudaDeviceSynchronize());  // (poison below waits too) the slots' memsets, first
         poison(&w);
-        trace_range phase = trace_begin("pipeline", TRACE_PHASE);
+        trace_range phase = trace_begin(TL_RANGE_PHASE, "pipeline", -1);
         run_pipeline(&p);
         CUDA_CHECK(cudaDeviceSynchronize());
         trace_end(&phase);

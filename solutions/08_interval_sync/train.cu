@@ -9,99 +9,124 @@
 //   - a pinned host slot is refilled only after its copy has left it (copied),
 //   - a device slot is overwritten only after the step that read it (stepped),
 //   - a loss is read only after its copy has landed (loss_ready), from a ring of
-//     SYNC_INTERVAL pinned slots that is drained at each synchronisation.
+//     pinned slots drained at each synchronisation.
+// At the end of an interval the host waits for the loss of the batch before the
+// newest one: the newest step stays queued, so the GPU trains while the host
+// prepares the next batch. That costs one more ring slot (N + 1). The loop runs a
+// second variant that waits for the newest loss instead ("newest"), round-robin,
+// to measure what the GPU loses when its queue runs empty once per interval.
 // Step time becomes max(prep, GPU) instead of prep + GPU.
-#include <stdio.h>
 #include <stdlib.h>
 
-#include "common/args.h"   // defines: arg_spec, args_parse
-#include "common/check.h"  // defines: CUDA_CHECK
-#include "common/train.h"  // defines: trainer, trainer_init, trainer_run, trainer_prepare, trainer_step,
-                           //          trainer_sync_event, trainer_wait_slot, trainer_take_loss
+#include "common/args.h"     // defines: arg_spec, arg_int, args_parse
+#include "common/check.h"    // defines: CUDA_CHECK
+#include "common/harness.h"  // defines: train_variant, harness_run, harness_finish
+#include "common/memory.h"   // defines: host_calloc
+#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                             //          trainer_init, trainer_prepare, trainer_step, trainer_loss_slot,
+                             //          trainer_take_loss, test_delay, event_pending, HOST_SYNC, SLOT_WAIT
 
 static const char *PROG = "08_interval_sync";
 
 #define SLOTS 2  // host and device batch slots: one being filled while the other is used
 
-static struct {
+typedef struct {
     int sync_interval;           // SYNC_INTERVAL: batches between two host synchronisations
+    int lag;                     // 1: wait for batch i-1's loss at the end of an interval; 0: batch i's
     cudaEvent_t copied[SLOTS];   // slot s's copy has finished: host slot free, device slot ready
     cudaEvent_t stepped[SLOTS];  // the step that read device slot s has finished
-    cudaEvent_t *loss_ready;     // one per loss ring slot: that loss has landed in pinned memory
-    long next_loss;              // the first batch whose loss has not been taken yet
-} ev;
+    int ring;                    // loss ring slots: sync_interval + 1
+    cudaEvent_t *loss_ready;     // one per ring slot: that loss has landed in pinned memory
+} interval_sync;
 
 // ----------------------------------------------------------------------------
 // the training loop
 
-static void train_loop(trainer *t)
+static int train_loop(trainer *t, void *ctx)
 {
-    ev.next_loss = 0;
+    interval_sync *e = (interval_sync *)ctx;
+    long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        // BEGIN SOLUTION(08-host-slot): host slot s still feeds the copy of batch i-2: wait (only if needed) until that copy has left it
-        if (i >= SLOTS) trainer_wait_slot(t, ev.copied[s]);
+        // BEGIN SOLUTION(08-host-slot): host slot s still feeds the copy of batch i-2: if that copy has not left it yet (event_pending), wait for its event, counted as a slot wait (SLOT_WAIT)
+        if (i >= SLOTS && event_pending(e->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(e->copied[s]));
         // END SOLUTION
         trainer_prepare(t, i, h_batch);  // runs while the GPU trains on batch i-1
         // BEGIN SOLUTION(08-device-slot): device slot s is still read by the step of batch i-2: make the copy stream (not the host) wait for it
-        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, ev.stepped[s], 0));
+        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, e->stepped[s], 0));
         // END SOLUTION
+        test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        CUDA_CHECK(cudaEventRecord(ev.copied[s], t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ev.copied[s], 0));
+        CUDA_CHECK(cudaEventRecord(e->copied[s], t->copy_stream));
+        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, e->copied[s], 0));
         trainer_step(t, i, d_batch, t->compute_stream);
-        CUDA_CHECK(cudaEventRecord(ev.stepped[s], t->compute_stream));
-        int slot = (int)(i % t->loss_slots);
-        CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float),
-                                   cudaMemcpyDeviceToHost, t->compute_stream));
-        // BEGIN SOLUTION(08-interval): mark each loss copy with its ring slot's event; every sync_interval batches (and after the last) make one counted wait that covers everything so far, then take every loss not yet taken, each only once its own event says it landed
-        CUDA_CHECK(cudaEventRecord(ev.loss_ready[slot], t->compute_stream));
-        if ((i + 1) % ev.sync_interval == 0 || i == t->opt.batches - 1) {
-            // the newest loss event comes after batch i's step on this stream: one wait covers both
-            trainer_sync_event(t, ev.loss_ready[slot]);
-            for (; ev.next_loss <= i; ev.next_loss++) {
-                trainer_wait_slot(t, ev.loss_ready[ev.next_loss % t->loss_slots]);  // done already: no wait
-                trainer_take_loss(t, ev.next_loss);
+        CUDA_CHECK(cudaEventRecord(e->stepped[s], t->compute_stream));
+        int slot = (int)(i % e->ring);
+        CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
+                                   t->compute_stream));
+        CUDA_CHECK(cudaEventRecord(e->loss_ready[slot], t->compute_stream));
+        // BEGIN SOLUTION(08-interval): at the end of every interval, and after the last batch, wait once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), then take every loss not yet taken up to it, each only once its own event says it landed
+        int last = i == t->opt.batches - 1;
+        long upto = last ? i : i - e->lag;
+        if (((i + 1) % e->sync_interval == 0 || last) && upto >= next_loss) {
+            // on the compute stream that loss's copy comes after every earlier step and copy: one wait covers them
+            HOST_SYNC(t, cudaEventSynchronize(e->loss_ready[upto % e->ring]));
+            for (; next_loss <= upto; next_loss++) {
+                cudaEvent_t landed = e->loss_ready[next_loss % e->ring];
+                if (event_pending(landed)) SLOT_WAIT(t, cudaEventSynchronize(landed));  // done already: no wait
+                trainer_take_loss(t, next_loss);
             }
         }
         // END SOLUTION
     }
+    return 0;
 }
 
 // ----------------------------------------------------------------------------
+
+static void create_events(interval_sync *e)
+{
+    for (int s = 0; s < SLOTS; s++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&e->copied[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&e->stepped[s], cudaEventDisableTiming));
+    }
+    e->loss_ready = (cudaEvent_t *)host_calloc((size_t)e->ring, sizeof(cudaEvent_t), "the loss ring's events");
+    for (int k = 0; k < e->ring; k++) CUDA_CHECK(cudaEventCreateWithFlags(&e->loss_ready[k], cudaEventDisableTiming));
+}
+
+static void destroy_events(interval_sync *e)
+{
+    for (int s = 0; s < SLOTS; s++) {
+        CUDA_CHECK(cudaEventDestroy(e->copied[s]));
+        CUDA_CHECK(cudaEventDestroy(e->stepped[s]));
+    }
+    for (int k = 0; k < e->ring; k++) CUDA_CHECK(cudaEventDestroy(e->loss_ready[k]));
+    free(e->loss_ready);
+}
 
 int main(int argc, char **argv)
 {
     train_options o;
     train_options_default(&o);
-    ev.sync_interval = 10;
+    interval_sync lagged = {.sync_interval = 10, .lag = 1};
     arg_spec specs[32];
     int n = train_option_specs(&o, specs);
-    specs[n++] = (arg_spec){"sync-interval", ARG_INT, &ev.sync_interval, 1, 1000000, "N",
-                            "batches between two host synchronisations"};
+    specs[n++] = arg_int("sync-interval", &lagged.sync_interval, 1, 1000000, "N",
+                         "batches between two host synchronisations");
     args_parse(argc, argv, PROG, "Train an MLP, synchronising the host every N batches.", specs, n);
 
+    // batch j's loss is taken at the first interval end at or after batch j + lag,
+    // before the copy of batch j + N + 1, the next to use its slot: N + 1 slots do
+    lagged.ring = lagged.sync_interval + 1;
     trainer t;
-    // the loss ring holds one interval: batch i+N's loss lands in batch i's slot only
-    // after the sync that ended batch i's interval has taken it
-    trainer_init(&t, PROG, &o, SLOTS, SLOTS, ev.sync_interval);
-    for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&ev.copied[s], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&ev.stepped[s], cudaEventDisableTiming));
-    }
-    ev.loss_ready = (cudaEvent_t *)malloc(sizeof(cudaEvent_t) * ev.sync_interval);
-    for (int k = 0; k < ev.sync_interval; k++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&ev.loss_ready[k], cudaEventDisableTiming));
-
-    int ok = trainer_run(&t, train_loop);
-    if (o.json) json_int(&t.js, "sync_interval", ev.sync_interval);
-
-    for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventDestroy(ev.copied[s]));
-        CUDA_CHECK(cudaEventDestroy(ev.stepped[s]));
-    }
-    for (int k = 0; k < ev.sync_interval; k++) CUDA_CHECK(cudaEventDestroy(ev.loss_ready[k]));
-    free(ev.loss_ready);
-    return trainer_finish(&t, ok);
+    trainer_init(&t, PROG, &o, SLOTS, SLOTS, lagged.ring);
+    create_events(&lagged);
+    interval_sync newest = lagged;  // the same events, waiting for the newest loss
+    newest.lag = 0;
+    train_variant variants[2] = {{"lagged", train_loop, &lagged}, {"newest", train_loop, &newest}};
+    int ok = harness_run(&t, variants, 2);
+    if (o.json) json_int(&t.js, "sync_interval", lagged.sync_interval);
+    destroy_events(&lagged);
+    return harness_finish(&t, ok);
 }

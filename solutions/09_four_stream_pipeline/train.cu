@@ -1,7 +1,7 @@
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
 // build: make build/solutions/09_four_stream_pipeline
-// run:   build/solutions/09_four_stream_pipeline [--batches 200] [--unsafe] [--json]
+// run:   build/solutions/09_four_stream_pipeline [--batches 200] [--json]
 //
 // Streams: two copy streams taking turns (batch i on copy[i % 2], so that the copy
 // of the batch after next can start while the next one is still landing), a
@@ -14,126 +14,119 @@
 //   a pinned host slot refilled after its copy     copied[slot], waited by the host
 // Synchronous SGD allows no more: forward(i+1) needs the weights update(i) writes,
 // so forward and backward of consecutive batches never overlap. The extra streams
-// buy deeper prefetch: two copies in flight under the compute.
+// buy deeper prefetch: two copies in flight under the compute. Losses as in 08:
+// lesson 08's ring, moved to common/trainer.c.
 //
-// --unsafe drops the two forgotten orderings and delays each backward pass (by
-// --backward-delay-us, 2000 by default in that mode) so that the race shows: the
-// next forward reads weights before the update, and the next copies overwrite the
-// batch the backward pass is still reading. The losses then diverge from the safe run.
-#include <stdio.h>
-#include <stdlib.h>
-
-#include "common/args.h"     // defines: arg_spec, args_parse
+// To see what a forgotten ordering does, leave one of the waits out and run with
+// --delay-us 2000 --delay-on compute (or copy): the losses diverge from the
+// synchronous run, every time. The tests do exactly that to each missing wait.
+#include "common/args.h"     // defines: arg_spec, arg_int, args_parse
 #include "common/check.h"    // defines: CUDA_CHECK
-#include "common/kernels.h"  // defines: launch_spin
-#include "common/model.h"    // defines: mlp_forward, mlp_backward
-#include "common/train.h"    // defines: trainer, trainer_init, trainer_run, trainer_prepare, trainer_wait_slot,
-                             //          loss_ring, loss_ring_queue, loss_ring_sync, batch_features, batch_targets
+#include "common/harness.h"  // defines: harness_run_loop, harness_finish
+#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                             //          trainer_init, trainer_prepare, trainer_forward, trainer_backward,
+                             //          test_delay, event_pending, SLOT_WAIT, loss_ring, loss_ring_create,
+                             //          loss_ring_destroy, loss_ring_queue, loss_ring_interval
 
 static const char *PROG = "09_four_stream_pipeline";
 
 #define SLOTS 3  // device and host batch slots: batch i computes while i+1 and i+2 are copied in
 
-static struct {
-    int sync_interval, unsafe, backward_delay_us;
+typedef struct {
+    int sync_interval;
     cudaStream_t copy[2], forward, backward;
     cudaEvent_t copied[SLOTS];  // batch in slot s has landed on the device (host slot s is free again)
     cudaEvent_t forwarded;      // the latest forward pass has finished
     cudaEvent_t done[SLOTS];    // the backward pass and update of the batch in slot s have finished
-    loss_ring losses;           // lesson 08's loss ring, from common/train.c
-} ev;
+    loss_ring losses;           // lesson 08's loss ring, from common/trainer.c
+} four_streams;
 
 // ----------------------------------------------------------------------------
 // the training loop
 
-static void train_loop(trainer *t)
+static int train_loop(trainer *t, void *ctx)
 {
-    ev.losses.next = 0;
+    four_streams *p = (four_streams *)ctx;
+    long next_loss = 0;
     for (long i = 0; i < t->opt.batches; i++) {
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        cudaStream_t copy = ev.copy[i % 2];
-        if (i >= SLOTS) trainer_wait_slot(t, ev.copied[s]);  // host slot s fed the copy of batch i-3
+        cudaStream_t copy = p->copy[i % 2];
+        // host slot s fed the copy of batch i-3
+        if (i >= SLOTS && event_pending(p->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(p->copied[s]));
         trainer_prepare(t, i, h_batch);
 
-        // BEGIN SOLUTION(09-slot-free): device slot s still holds batch i-3: unless --unsafe, make this copy stream wait until that batch's backward pass has finished reading it
-        if (i >= SLOTS && !ev.unsafe) CUDA_CHECK(cudaStreamWaitEvent(copy, ev.done[s], 0));
+        // BEGIN SOLUTION(09-slot-free): device slot s still holds batch i-3: make this copy stream wait until that batch's backward pass has finished reading it
+        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(copy, p->done[s], 0));
         // END SOLUTION
+        test_delay(t, DELAY_COPY, copy);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, copy));
-        CUDA_CHECK(cudaEventRecord(ev.copied[s], copy));
+        CUDA_CHECK(cudaEventRecord(p->copied[s], copy));
 
-        // BEGIN SOLUTION(09-forward-waits): forward(i) needs its batch, and (unless --unsafe) the weights that update(i-1) writes
-        CUDA_CHECK(cudaStreamWaitEvent(ev.forward, ev.copied[s], 0));
-        if (i > 0 && !ev.unsafe) CUDA_CHECK(cudaStreamWaitEvent(ev.forward, ev.done[(i - 1) % SLOTS], 0));
+        // BEGIN SOLUTION(09-forward-waits): forward(i) needs its batch, and the weights that update(i-1) writes
+        CUDA_CHECK(cudaStreamWaitEvent(p->forward, p->copied[s], 0));
+        if (i > 0) CUDA_CHECK(cudaStreamWaitEvent(p->forward, p->done[(i - 1) % SLOTS], 0));
         // END SOLUTION
-        mlp_forward(&t->model, batch_features(d_batch), ev.forward);
-        CUDA_CHECK(cudaEventRecord(ev.forwarded, ev.forward));
+        trainer_forward(t, d_batch, p->forward);
+        CUDA_CHECK(cudaEventRecord(p->forwarded, p->forward));
 
         // BEGIN SOLUTION(09-backward-wait): backward(i) reads the activations forward(i) wrote: order it after the forward pass
-        CUDA_CHECK(cudaStreamWaitEvent(ev.backward, ev.forwarded, 0));
+        CUDA_CHECK(cudaStreamWaitEvent(p->backward, p->forwarded, 0));
         // END SOLUTION
-        if (ev.backward_delay_us > 0) launch_spin(1, 32, 1000LL * ev.backward_delay_us, ev.backward);
-        mlp_backward(&t->model, batch_features(d_batch), batch_targets(t, d_batch), trainer_loss_slot(t, i),
-                     ev.backward);
-        CUDA_CHECK(cudaEventRecord(ev.done[s], ev.backward));
+        trainer_backward(t, i, d_batch, p->backward);
+        CUDA_CHECK(cudaEventRecord(p->done[s], p->backward));
 
-        loss_ring_queue(&ev.losses, t, i, ev.backward);  // losses as in 08: a ring drained at each interval
-        if ((i + 1) % ev.sync_interval == 0 || i == t->opt.batches - 1) loss_ring_sync(&ev.losses, t, i);
+        loss_ring_queue(&p->losses, t, i, p->backward);  // losses as in 08
+        loss_ring_interval(&p->losses, t, i, p->sync_interval, &next_loss);
     }
+    return 0;
 }
 
 // ----------------------------------------------------------------------------
 
-int main(int argc, char **argv)
+static void create_streams_and_events(four_streams *p)
 {
-    train_options o;
-    train_options_default(&o);
-    ev.sync_interval = 10;
-    ev.backward_delay_us = -1;
-    arg_spec specs[32];
-    int n = train_option_specs(&o, specs);
-    specs[n++] = (arg_spec){"sync-interval", ARG_INT, &ev.sync_interval, 1, 1000000, "N",
-                            "batches between two host synchronisations"};
-    specs[n++] = (arg_spec){"unsafe", ARG_FLAG, &ev.unsafe, 0, 0, NULL,
-                            "drop the orderings the seed forgot (a race; the check should catch it)"};
-    specs[n++] = (arg_spec){"backward-delay-us", ARG_INT, &ev.backward_delay_us, 0, 100000, "US",
-                            "spin this long before each backward pass (default: 2000 with --unsafe, else 0)"};
-    args_parse(argc, argv, PROG, "Train an MLP on four streams: two copy, forward, backward.", specs, n);
-    if (ev.backward_delay_us < 0) ev.backward_delay_us = ev.unsafe ? 2000 : 0;
-
-    trainer t;
-    trainer_init(&t, PROG, &o, SLOTS, SLOTS, ev.sync_interval);
     const char *names[4] = {"copy A", "copy B", "forward", "backward"};
-    cudaStream_t *streams[4] = {&ev.copy[0], &ev.copy[1], &ev.forward, &ev.backward};
+    cudaStream_t *streams[4] = {&p->copy[0], &p->copy[1], &p->forward, &p->backward};
     for (int k = 0; k < 4; k++) {
         CUDA_CHECK(cudaStreamCreateWithFlags(streams[k], cudaStreamNonBlocking));
         trace_name_stream(*streams[k], names[k]);
     }
     for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&ev.copied[s], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&ev.done[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&p->copied[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&p->done[s], cudaEventDisableTiming));
     }
-    CUDA_CHECK(cudaEventCreateWithFlags(&ev.forwarded, cudaEventDisableTiming));
-    loss_ring_create(&ev.losses, &t);
+    CUDA_CHECK(cudaEventCreateWithFlags(&p->forwarded, cudaEventDisableTiming));
+}
 
-    int ok = trainer_run(&t, train_loop);
-    FILE *out = o.json ? stderr : stdout;
-    if (ev.unsafe)
-        fprintf(out, "--unsafe with a %d us delay before each backward pass: %s\n", ev.backward_delay_us,
-                ok ? "the race did not show this time (it can look fine for a long time)"
-                   : "the race showed: the losses diverge from the safe run");
-    if (o.json) {
-        json_int(&t.js, "sync_interval", ev.sync_interval);
-        json_bool(&t.js, "unsafe", ev.unsafe);
-        json_int(&t.js, "backward_delay_us", ev.backward_delay_us);
-    }
-
+static void destroy_streams_and_events(four_streams *p)
+{
     for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventDestroy(ev.copied[s]));
-        CUDA_CHECK(cudaEventDestroy(ev.done[s]));
+        CUDA_CHECK(cudaEventDestroy(p->copied[s]));
+        CUDA_CHECK(cudaEventDestroy(p->done[s]));
     }
-    CUDA_CHECK(cudaEventDestroy(ev.forwarded));
-    loss_ring_destroy(&ev.losses, &t);
-    for (int k = 0; k < 4; k++) CUDA_CHECK(cudaStreamDestroy(*streams[k]));
-    return trainer_finish(&t, ok);
+    CUDA_CHECK(cudaEventDestroy(p->forwarded));
+    cudaStream_t streams[4] = {p->copy[0], p->copy[1], p->forward, p->backward};
+    for (int k = 0; k < 4; k++) CUDA_CHECK(cudaStreamDestroy(streams[k]));
+}
+
+int main(int argc, char **argv)
+{
+    train_options o;
+    train_options_default(&o);
+    four_streams p = {.sync_interval = 10};
+    arg_spec specs[32];
+    int n = train_option_specs(&o, specs);
+    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N", "batches between two host synchronisations");
+    args_parse(argc, argv, PROG, "Train an MLP on four streams: two copy, forward, backward.", specs, n);
+
+    trainer t;
+    trainer_init(&t, PROG, &o, SLOTS, SLOTS, p.sync_interval + 1);  // the ring of 08: one slot more than N
+    create_streams_and_events(&p);
+    loss_ring_create(&p.losses, &t, 0);
+    int ok = harness_run_loop(&t, train_loop, &p);
+    if (o.json) json_int(&t.js, "sync_interval", p.sync_interval);
+    loss_ring_destroy(&p.losses);
+    destroy_streams_and_events(&p);
+    return harness_finish(&t, ok);
 }

@@ -1,0 +1,53 @@
+// harness.h: what runs, times, checks and reports a training lesson's loop. Not
+// what the lessons teach: a lesson hands its loop over and reads the verdict.
+//
+// For every lesson the harness does the same, in this order:
+//   1. a profile: each stage (host prep, copy, GPU step) alone, batch after batch;
+//   2. the reference: the same training with the host waiting for every
+//      operation before it issues the next, whose losses and weights every run
+//      must match bit for bit;
+//   3. the lesson's loop, and any variants of it (07: spinning and sleeping waits;
+//      08: waiting one batch behind or not; 11: eager and graph), warm-up then
+//      --reps rounds, one run of each variant per round, so that a slow moment
+//      of a shared machine touches all of them alike;
+//   4. the checks of every run, warm-up included: every loss taken exactly once,
+//      losses and final weights identical to the reference;
+//   5. the report: medians and spreads, the bound, the efficiency, --json.
+#ifndef COMMON_HARNESS_H
+#define COMMON_HARNESS_H
+
+#include "trainer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// A lesson's loop over opt.batches batches. Returns 0, or -1 after writing why
+// into t->error (lesson 10: a loader failed); the harness then stops the runs.
+typedef int (*train_loop_fn)(trainer *t, void *ctx);
+
+typedef struct {
+    const char *name;  // "spin", "graph": JSON keys NAME_step_ms...; the timeline's phase of any but the first
+    train_loop_fn loop;
+    void *ctx;         // the lesson's state, passed to the loop
+} train_variant;
+
+#define HARNESS_MAX_VARIANTS 4
+
+// Runs steps 1-5 for the variants (the first is the lesson's own loop) and prints
+// the report. Returns 1 when every check of every run passed. With --json, keys
+// of the first variant are unprefixed (step_ms, ...), every variant's are also
+// written as NAME_step_ms, ...; a lesson may add keys after harness_run.
+int harness_run(trainer *t, const train_variant *variants, int nvariants);
+
+// Shorthand for a lesson with one loop.
+int harness_run_loop(trainer *t, train_loop_fn loop, void *ctx);
+
+// Prints the trace report and the verdict, ends the JSON, frees the trainer;
+// returns the exit code (0 when ok).
+int harness_finish(trainer *t, int ok);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
