@@ -440,5 +440,9 @@ int harness_finish(trainer *t, int ok)
         json_end(&t->js);
     }
     trainer_destroy(t);
+    if (blocks_in_use() != 0) {  // the lesson's own buffers are freed before this call
+        fprintf(stderr, "%s: %ld device or pinned buffers were never freed\n", t->prog, blocks_in_use());
+        ok = 0;
+    }
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Lesson 07: events instead of stream synchronisation.
+# Lesson 07: events instead of stream synchronisation; spinning and sleeping waits.
 
 load helpers
 
@@ -7,11 +7,10 @@ P=07_event_sync
 
 setup_file() {
     detect_gpu
-    export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
 }
 
 @test "07 builds, and --help works" {
-    run "$BIN/$P" --help
+    run prog "$P" --help
     assert_success
     assert_output --partial "--batches"
 }
@@ -25,43 +24,46 @@ setup_file() {
 }
 
 # bats test_tags=gpu,ex:07-copy-event,ex:07-step-event
-@test "07 trains bit-identically to the reference, with one host sync per batch" {
+@test "07 trains bit-identically to the reference under every test delay, one host sync per batch in both waiting modes" {
     need_gpu
-    run_json r "$BIN/$P" $SMALL
-    assert_success
-    f=$BATS_TEST_TMPDIR/r.json
-    assert_equal "$(json_get "$f" verified)" true
-    assert_equal "$(json_get "$f" losses_once)" true
-    assert_equal "$(json_get "$f" matches_reference)" true
-    assert_equal "$(json_get "$f" syncs)" 40
+    assert_verified_under_delays "$P" $SMALL
+    f=$BATS_TEST_TMPDIR/v.json
+    assert_equal "$(json_get "$f" spin_syncs)" 40
+    assert_equal "$(json_get "$f" blocking_syncs)" 40
 }
 
 # bats test_tags=gpu,ex:07-copy-event,ex:07-step-event
-@test "07 gives 06's losses and weights, bit for bit" {
+@test "07 gives the course's 06 losses and weights, bit for bit" {
     need_gpu
-    run_json a "$BIN/06_per_batch_sync" $SMALL
-    run_json b "$BIN/$P" $SMALL
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" loss_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" loss_checksum)"
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
+    assert_verified_under_delays "$P" $SMALL
+    run ref 06_per_batch_sync $SMALL --json
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" loss_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" loss_checksum)"
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
 }
 
-# bats test_tags=gpu,ex:07-step-event
-@test "07 measures spin and blocking waits, and blocking costs less CPU time per step" {
+# bats test_tags=gpu,ex:07-copy-event,ex:07-step-event
+@test "07 the sleeping wait costs less CPU time per step than the spinning one" {
     need_gpu
-    run_json r "$BIN/$P" --batches 40 --reps 2 --warmup 1
+    assert_verified_under_delays "$P" $SMALL
+    # the GPU-heavy model: the host waits long enough per batch for the difference to show
+    run_json r "$P" --batches 40 --reps 3 --warmup 1
     assert_success
     f=$BATS_TEST_TMPDIR/r.json
     assert_num "$(json_get "$f" blocking_cpu_ms_per_step)" "<" "$(json_get "$f" spin_cpu_ms_per_step)" "CPU time per step"
-    grep -q "blocking sync" "$BATS_TEST_TMPDIR/r.txt"
+    grep -q "blocking" "$BATS_TEST_TMPDIR/r.txt"
 }
 
-# bats test_tags=gpu,ex:07-step-event
+# bats test_tags=gpu,ex:07-copy-event,ex:07-step-event
 @test "07 trace: CUPTI sees exactly the lesson's host syncs" {
     need_gpu
-    run "$BIN/$P" $SMALL --trace "$BATS_TEST_TMPDIR/t.json"
+    assert_verified_under_delays "$P" $SMALL
+    run prog "$P" $SMALL --trace "$BATS_TEST_TMPDIR/t.json"
     assert_success
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window run >"$BATS_TEST_TMPDIR/s.txt"
     assert_equal "$(kv_get "$BATS_TEST_TMPDIR/s.txt" host_syncs)" 40
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window blocking >"$BATS_TEST_TMPDIR/b.txt"
+    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/b.txt" host_syncs)" 40
 }
 
 # bats test_tags=gpu,sanitizer

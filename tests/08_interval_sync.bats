@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Lesson 08: synchronising every N batches.
+# Lesson 08: synchronising every N batches, one batch behind.
 
 load helpers
 
@@ -7,11 +7,10 @@ P=08_interval_sync
 
 setup_file() {
     detect_gpu
-    export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
 }
 
 @test "08 builds, and --help lists --sync-interval" {
-    run "$BIN/$P" --help
+    run prog "$P" --help
     assert_success
     assert_output --partial "--sync-interval"
 }
@@ -25,55 +24,67 @@ setup_file() {
     check_no_gpu_exit "$P" $SMALL
 }
 
-# bats test_tags=gpu,ex:08-interval,ex:08-device-slot,ex:08-host-slot
-@test "08 trains bit-identically to the reference, taking every loss once" {
+# bats test_tags=gpu,ex:08-host-slot,ex:08-device-slot,ex:08-interval
+@test "08 trains bit-identically to the reference under every test delay, taking every loss once" {
     need_gpu
-    run_json r "$BIN/$P" $SMALL
-    assert_success
-    f=$BATS_TEST_TMPDIR/r.json
-    assert_equal "$(json_get "$f" verified)" true
-    assert_equal "$(json_get "$f" losses_taken)" 40
-    assert_equal "$(json_get "$f" losses_once)" true
-    assert_equal "$(json_get "$f" matches_reference)" true
-    assert_equal "$(json_get "$f" runs_identical)" true
+    assert_verified_under_delays "$P" $SMALL
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" losses_taken)" 40
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" runs_identical)" true
 }
 
-# bats test_tags=gpu,ex:08-interval
-@test "08 synchronises ceil(batches / interval) times" {
+# bats test_tags=gpu,ex:08-host-slot,ex:08-device-slot,ex:08-interval
+@test "08 synchronises once per interval, in both variants, for any interval" {
     need_gpu
-    for interval in 10 7 1 64; do
-        run_json r "$BIN/$P" $SMALL --sync-interval $interval
+    assert_verified_under_delays "$P" $SMALL
+    # one wait per interval; with an interval of 1 the lagged variant has nothing to
+    # wait for after batch 0 (batch -1 does not exist): 39 waits for 40 batches
+    for interval in 10 7 2 64 1; do
+        run_json r "$P" $SMALL --sync-interval $interval --delay-us "$DELAY_US" --delay-on compute
         assert_success
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" syncs)" $(((40 + interval - 1) / interval))
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" verified)" true
+        f=$BATS_TEST_TMPDIR/r.json
+        want=$(((40 + interval - 1) / interval))
+        assert_equal "$(json_get "$f" newest_syncs)" "$want"
+        [ "$interval" -eq 1 ] && want=39
+        assert_equal "$(json_get "$f" syncs)" "$want"
+        assert_equal "$(json_get "$f" verified)" true
     done
 }
 
-# bats test_tags=gpu,ex:08-interval,ex:08-device-slot,ex:08-host-slot
-@test "08 gives 06's and 07's losses and weights, bit for bit" {
+# bats test_tags=gpu,ex:08-host-slot,ex:08-device-slot,ex:08-interval
+@test "08 gives the course's 06 losses and weights, bit for bit" {
     need_gpu
-    run_json a "$BIN/06_per_batch_sync" $SMALL
-    run_json b "$BIN/07_event_sync" $SMALL
-    run_json c "$BIN/$P" $SMALL --sync-interval 7
-    for x in b c; do
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/$x.json" loss_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" loss_checksum)"
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/$x.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
-    done
+    assert_verified_under_delays "$P" $SMALL --sync-interval 7
+    run ref 06_per_batch_sync $SMALL --json
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" loss_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" loss_checksum)"
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
 }
 
-# bats test_tags=gpu,ex:08-interval
-@test "08 trace: the GPU works while the host prepares the next batch" {
-    need_gpu
-    run "$BIN/$P" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/t.json"
+# bats test_tags=gpu,ex:08-host-slot,ex:08-device-slot,ex:08-interval
+@test "08 at the balanced default runs within 20% of its bound: prep and GPU overlap" {
+    need_overlap
+    assert_verified_under_delays "$P" $SMALL
+    run_json r "$P" $BALANCED
     assert_success
+    # bound = max(the main thread's own work, copy, GPU step), all measured in this run
+    assert_num "$(json_get "$BATS_TEST_TMPDIR/r.json" efficiency)" ">=" 0.8 "bound / step"
+}
+
+# bats test_tags=gpu,ex:08-host-slot,ex:08-device-slot,ex:08-interval
+@test "08 trace: the GPU works while the host prepares; CUPTI sees the lesson's waits and no other" {
+    need_overlap
+    assert_verified_under_delays "$P" $SMALL
+    run --separate-stderr prog "$P" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/t.json" --json
+    assert_success
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/r.json"
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window run >"$BATS_TEST_TMPDIR/s.txt"
     s=$BATS_TEST_TMPDIR/s.txt
     assert_num "$(kv_get "$s" prep_under_gpu)" ">" 0.5 "host prep time with the GPU busy"
     assert_step_kernels "$s" 30 5
     assert_equal "$(kv_get "$s" h2d)" 30
-    # CUPTI's count: the interval syncs plus the slot waits that had to block
-    waits=$(awk -F'slot waits ' 'NF > 1 {split($2, a, ","); print a[1]}' <<<"$output" | tail -n 1)
-    assert_equal "$(kv_get "$s" host_syncs)" $((3 + waits))
+    # the window is the last run of the lesson's own loop: its syncs, plus its slot waits that blocked
+    f=$BATS_TEST_TMPDIR/r.json
+    assert_equal "$(kv_get "$s" host_syncs)" $(($(json_get "$f" syncs) + $(json_get "$f" slot_waits)))
 }
 
 # bats test_tags=gpu,sanitizer
