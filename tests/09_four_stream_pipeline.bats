@@ -36,7 +36,7 @@ setup_file() {
 @test "09 gives the course's 06 losses and weights, bit for bit" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL
-    run ref 06_per_batch_sync $SMALL --json
+    run --separate-stderr ref 06_per_batch_sync $SMALL --json
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" loss_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" loss_checksum)"
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"

@@ -31,7 +31,7 @@ setup_file() {
 # bats test_tags=gpu,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
 @test "10 gives the course's 06 losses and weights bit for bit, for any workers and prefetch, under every test delay" {
     need_gpu
-    run ref 06_per_batch_sync $SMALL --json
+    run --separate-stderr ref 06_per_batch_sync $SMALL --json
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/ref.json"
     for config in "1 1" "3 2" "4 6" "8 3" "2 1024"; do
         set -- $config
