@@ -326,8 +326,10 @@ static void write_json(trainer *t, const stage_times *st, variant_result *r, int
         snprintf(prefix, sizeof prefix, "%s_", r[k].name);
         json_variant(js, prefix, &r[k]);
     }
-    if (nr > 1 && r[nr - 1].untraced)
+    if (nr > 1 && r[nr - 1].untraced) {  // the untraced twin of the lesson's own loop is r[nr / 2]
+        json_num(js, "untraced_step_ms", r[nr / 2].step.median);
         json_num(js, "trace_overhead", r[0].step.median / r[nr / 2].step.median - 1);
+    }
     json_int(js, "runs_checked", vd->runs);
     json_bool(js, "losses_once", vd->once);
     long taken = 0;
