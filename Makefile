@@ -89,13 +89,13 @@ $(COMMON_LIB): $(COMMON_OBJ)
 
 # One binary per lesson folder, from its .cu files, in solutions/ and in lessons/.
 .SECONDEXPANSION:
-$(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu) $(COMMON_LIB) common/*.h
+$(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS) -o $@
 
 # A student version leaves state unused until its exercises are written: no error for that.
 LESSON_FLAGS := -diag-suppress 177,550 -Xcompiler -Wno-unused-variable,-Wno-unused-but-set-variable
-$(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu) $(COMMON_LIB) common/*.h
+$(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS) -o $@
 

@@ -1,31 +1,7 @@
 // kernels.cu: kernels shared by the lessons, with their launchers.
 #include "kernels.h"
 
-#include <math.h>
-
-#include "check.h"
-
-__global__ void fma_chain_kernel(const float *in, float *out, int n, int work)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float x = in[i];
-    for (int k = 0; k < work; k++) x = fmaf(x, FMA_CHAIN_A, FMA_CHAIN_B);
-    out[i] = x;
-}
-
-void launch_fma_chain(const float *d_in, float *d_out, int n, int work, cudaStream_t stream)
-{
-    const int threads = 256;
-    fma_chain_kernel<<<(n + threads - 1) / threads, threads, 0, stream>>>(d_in, d_out, n, work);
-    CUDA_CHECK(cudaGetLastError());
-}
-
-float fma_chain_host(float x, int work)
-{
-    for (int k = 0; k < work; k++) x = fmaf(x, FMA_CHAIN_A, FMA_CHAIN_B);
-    return x;
-}
+#include "check.h"  // CUDA_CHECK
 
 __device__ static long long global_timer_ns(void)
 {
@@ -45,6 +21,13 @@ void launch_spin(int blocks, int threads, long long ns, cudaStream_t stream)
 {
     spin_kernel<<<blocks, threads, 0, stream>>>(ns);
     CUDA_CHECK(cudaGetLastError());
+}
+
+int spin_blocks_per_sm(int threads)
+{
+    int blocks = 0;
+    CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, spin_kernel, threads, 0));
+    return blocks;
 }
 
 __global__ void probe_kernel(int *flag, int value)

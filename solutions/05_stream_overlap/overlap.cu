@@ -1,0 +1,172 @@
+// overlap.cu: part 3, copy-in, kernel and copy-out in order on one stream, then
+// cut into chunks over several streams in two issue orders. Every buffer is
+// pinned, on both sides, so the difference is the overlap alone; the results
+// must match the sequential run bit for bit, and the times are compared with the
+// shortest time any schedule of these chunks could take (the bound).
+#include <stdio.h>  // fprintf
+
+#include "common/check.h"   // defines: CUDA_CHECK, EXERCISE_HELPER
+#include "common/device.h"  // defines: device_info
+#include "common/timing.h"  // defines: stats
+#include "solutions/05_stream_overlap/overlap.h"  // defines: workload, variant, report, stage_times,
+                                                  //          launch_fma_chain, the stages, time_round_robin
+
+static size_t chunk_begin(const workload *w, int c) { return (size_t)w->n * c / w->chunks; }
+EXERCISE_HELPER static int chunk_len(const workload *w, int c)
+{
+    return (int)(chunk_begin(w, c + 1) - chunk_begin(w, c));
+}
+
+// Issue order 1, per chunk: copy-in, kernel, copy-out of chunk c on stream c % nstreams.
+static void run_overlapped_per_chunk(void *arg)
+{
+    // BEGIN SOLUTION(05-per-chunk): every chunk goes through copy-in, kernel and copy-out on one stream, and the chunks take turns over the streams; chunk_begin and chunk_len give a chunk's range
+    workload *w = (workload *)arg;
+    for (int c = 0; c < w->chunks; c++) {
+        cudaStream_t s = w->streams[c % w->nstreams];
+        size_t at = chunk_begin(w, c);
+        size_t bytes = sizeof(float) * (size_t)chunk_len(w, c);
+        CUDA_CHECK(cudaMemcpyAsync(w->d_in + at, w->h_in + at, bytes, cudaMemcpyHostToDevice, s));
+        launch_fma_chain(w->d_in + at, w->d_out + at, chunk_len(w, c), w->work, s);
+        CUDA_CHECK(cudaMemcpyAsync(w->h_out + at, w->d_out + at, bytes, cudaMemcpyDeviceToHost, s));
+    }
+    //| (void)arg;  // nothing issued yet: every chunk of the output stays poisoned
+    // END SOLUTION
+}
+
+// Issue order 2, stage by stage: in rounds of nstreams chunks, all copy-ins of the
+// round, then all its kernels, then all its copy-outs. Each stream sees the same
+// sequence as in order 1; only the order in which the host issues them changes.
+static void run_overlapped_by_stage(void *arg)
+{
+    // BEGIN SOLUTION(05-by-stage): in rounds of nstreams chunks, issue every copy-in of the round, then every kernel, then every copy-out, each chunk on the same stream as in order 1
+    workload *w = (workload *)arg;
+    for (int first = 0; first < w->chunks; first += w->nstreams) {
+        int last = first + w->nstreams < w->chunks ? first + w->nstreams : w->chunks;
+        for (int c = first; c < last; c++) {
+            size_t at = chunk_begin(w, c);
+            CUDA_CHECK(cudaMemcpyAsync(w->d_in + at, w->h_in + at, sizeof(float) * chunk_len(w, c),
+                                       cudaMemcpyHostToDevice, w->streams[c % w->nstreams]));
+        }
+        for (int c = first; c < last; c++) {
+            size_t at = chunk_begin(w, c);
+            launch_fma_chain(w->d_in + at, w->d_out + at, chunk_len(w, c), w->work, w->streams[c % w->nstreams]);
+        }
+        for (int c = first; c < last; c++) {
+            size_t at = chunk_begin(w, c);
+            CUDA_CHECK(cudaMemcpyAsync(w->h_out + at, w->d_out + at, sizeof(float) * chunk_len(w, c),
+                                       cudaMemcpyDeviceToHost, w->streams[c % w->nstreams]));
+        }
+    }
+    //| (void)arg;  // nothing issued yet: every chunk of the output stays poisoned
+    // END SOLUTION
+}
+
+// ----------------------------------------------------------------------------
+// The bound: no schedule of these chunks can be shorter than any of these terms.
+
+typedef enum { LIMIT_STREAMS, LIMIT_KERNELS, LIMIT_COPY_INS, LIMIT_COPY_OUTS, LIMIT_COPIES, LIMIT_COUNT } bound_limit;
+static const char *const LIMIT_NAMES[LIMIT_COUNT] = {"streams", "kernels", "copy-ins", "copy-outs", "copies"};
+
+static const char *limit_why(bound_limit limit, int engines)
+{
+    switch (limit) {
+    case LIMIT_STREAMS: return "each stream runs its chunks one after another";
+    case LIMIT_KERNELS: return "the kernels back to back, after the first copy-in, before the last copy-out";
+    case LIMIT_COPY_INS: return "the copy-ins back to back, then the last chunk's kernel and copy-out";
+    case LIMIT_COPY_OUTS: return "the first chunk's copy-in and kernel, then the copy-outs back to back";
+    default:
+        return engines >= 2   ? "the first copy-in and the last copy-out alone, the rest in pairs at the two-way rate"
+               : engines == 1 ? "one copy engine serves both directions, one copy at a time"
+                              : "no copy engine: no copy overlaps a kernel";
+    }
+}
+
+// `duplex` is the time of both whole copies at once. With two or more copy engines
+// a copy-in and a copy-out share the host's link when they overlap, each slower
+// than alone: only the first copy-in (nothing to copy out yet) and the last
+// copy-out run alone, the rest at best in pairs at the two-way rate. With one
+// engine every copy takes its turn on it; with none, nothing overlaps.
+static double overlap_bound(const stage_times *t, double duplex, int chunks, int streams, int engines,
+                            bound_limit *limit)
+{
+    double c = chunks, in = t->h2d, k = t->kernel, out = t->d2h, sum = in + k + out;
+    double pairs = duplex < in + out ? duplex : in + out;
+    double term[LIMIT_COUNT];
+    term[LIMIT_STREAMS] = sum * ((chunks + streams - 1) / streams) / c;
+    term[LIMIT_KERNELS] = in / c + k + out / c;
+    term[LIMIT_COPY_INS] = in + (k + out) / c;
+    term[LIMIT_COPY_OUTS] = (in + k) / c + out;
+    term[LIMIT_COPIES] = engines >= 2 ? (in + out) / c + (1 - 1 / c) * pairs : engines == 1 ? in + out : sum;
+    *limit = LIMIT_STREAMS;
+    for (int l = 1; l < LIMIT_COUNT; l++)
+        if (term[l] > term[*limit]) *limit = (bound_limit)l;
+    return term[*limit];
+}
+
+static void print_order(report *r, const char *name, stats s, double seq, double bound, long bad)
+{
+    fprintf(r->out, "  %-16s %8.3f ms   (min %.3f, max %.3f)  speedup %.2fx  efficiency %.2f  %s\n", name,
+            s.median, s.min, s.max, seq / s.median, bound / s.median, bad ? "DIFFERS" : "bit-identical");
+}
+
+int part3_overlap(workload *w, const device_info *dev, const options *o, report *r)
+{
+    long bad1 = check_variant("per chunk", run_overlapped_per_chunk, w, r->out);
+    long bad2 = check_variant("by stage", run_overlapped_by_stage, w, r->out);
+    variant v[7] = {
+        {.fn = h2d_only, .ctx = w, .streams = w->streams, .nstreams = 1},
+        {.fn = kernel_only, .ctx = w, .streams = w->streams, .nstreams = 1},
+        {.fn = d2h_only, .ctx = w, .streams = w->streams, .nstreams = 1},
+        {.fn = both_copies, .ctx = w, .streams = w->streams, .nstreams = 2},
+        {.fn = run_sequential, .ctx = w, .streams = w->streams, .nstreams = 1},
+        {.fn = run_overlapped_per_chunk, .ctx = w, .streams = w->streams, .nstreams = w->nstreams},
+        {.fn = run_overlapped_by_stage, .ctx = w, .streams = w->streams, .nstreams = w->nstreams},
+    };
+    stats t[7];
+    time_round_robin(v, 7, o, t);
+    stage_times alone = {.h2d = t[0].median, .kernel = t[1].median, .d2h = t[2].median};
+    double duplex = t[3].median, seq = t[4].median, sum = alone.h2d + alone.kernel + alone.d2h;
+    bound_limit limit;
+    double bound = overlap_bound(&alone, duplex, w->chunks, w->nstreams, dev->copy_engines, &limit);
+
+    fprintf(r->out, "\npart 3: %d MiB in %d chunks over %d streams, kernel work %d (median of %d, round-robin)\n",
+            o->size_mib, w->chunks, w->nstreams, w->work, o->reps);
+    fprintf(r->out, "  stages alone:    copy-in %.3f ms, kernel %.3f ms, copy-out %.3f ms\n", alone.h2d, alone.kernel,
+            alone.d2h);
+    fprintf(r->out, "  both copies at once: %.3f ms on %d copy engine%s\n", duplex, dev->copy_engines,
+            dev->copy_engines == 1 ? "" : "s");
+    fprintf(r->out, "  sequential run:  %8.3f ms = %.3f x the sum of the stages alone, %.3f ms\n", seq, seq / sum, sum);
+    fprintf(r->out, "  bound:           %8.3f ms   set by the %s: %s\n", bound, LIMIT_NAMES[limit],
+            limit_why(limit, dev->copy_engines));
+    print_order(r, "per chunk:", t[5], seq, bound, bad1);
+    print_order(r, "by stage:", t[6], seq, bound, bad2);
+    fprintf(r->out, "  %s\n",
+            dev->copy_engines >= 2
+                ? "copy-ins and copy-outs run on different engines, so both issue orders can reach the bound"
+                : "one engine serves both directions, so copy-outs queue behind copy-ins and the issue order matters");
+    if (bad1 || bad2) fprintf(r->out, "  verification FAILED: the overlapped output differs from the sequential one\n");
+
+    report_num(r, "h2d_ms", alone.h2d);
+    report_num(r, "kernel_ms", alone.kernel);
+    report_num(r, "d2h_ms", alone.d2h);
+    report_num(r, "duplex_ms", duplex);
+    report_num(r, "serial_sum_ms", sum);
+    report_num(r, "sequential_ms", seq);
+    report_num(r, "bound_ms", bound);
+    report_str(r, "bound_limit", LIMIT_NAMES[limit]);
+    report_num(r, "per_chunk_ms", t[5].median);
+    report_num(r, "per_chunk_min_ms", t[5].min);
+    report_num(r, "per_chunk_max_ms", t[5].max);
+    report_num(r, "by_stage_ms", t[6].median);
+    report_num(r, "by_stage_min_ms", t[6].min);
+    report_num(r, "by_stage_max_ms", t[6].max);
+    report_num(r, "speedup", seq / t[5].median);
+    report_num(r, "efficiency", bound / t[5].median);
+    report_num(r, "speedup_by_stage", seq / t[6].median);
+    report_num(r, "efficiency_by_stage", bound / t[6].median);
+    report_bool(r, "per_chunk_verified", bad1 == 0);
+    report_bool(r, "by_stage_verified", bad2 == 0);
+    report_bool(r, "overlap_verified", bad1 == 0 && bad2 == 0);
+    return bad1 == 0 && bad2 == 0;
+}
