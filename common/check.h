@@ -2,8 +2,9 @@
 // through one of them (CUPTI's through CUPTI_CHECK in trace.c, NCCL's through
 // NCCL_CHECK in dist.h). On failure they print the failing call as written, its
 // file and line, and the error's name and text on stderr, then exit with
-// EXIT_FAILURE. Code on a thread other than the main one uses CUDA_TRY instead:
-// it returns the error to its caller, who stops the others and reports it once.
+// EXIT_FAILURE. Code on a thread other than the main one must not exit (the main
+// thread may be inside CUDA at that moment): it formats the same message with
+// check_message and hands it to the main thread, who stops the others and reports it.
 #ifndef COMMON_CHECK_H
 #define COMMON_CHECK_H
 
@@ -40,19 +41,8 @@ void check_fail(const char *expr, const char *file, int line, const char *name, 
                        cublasGetStatusString(check_st_));                                  \
     } while (0)
 
-// Formats "file:line: expr failed: NAME (text)" into buf (for CUDA_TRY's callers).
+// Formats "file:line: expr failed: NAME (text)" into buf, as CUDA_CHECK prints it.
 void check_message(char *buf, size_t size, const char *expr, const char *file, int line, cudaError_t err);
-
-// Evaluates a CUDA call; on failure writes its message into `msg` (a char array)
-// and evaluates to 1, else to 0: `if (CUDA_TRY(cudaEventSynchronize(e), msg)) return -1;`
-#define CUDA_TRY(expr, msg) cuda_try_((expr), #expr, __FILE__, __LINE__, (msg), sizeof(msg))
-static inline int cuda_try_(cudaError_t err, const char *expr, const char *file, int line, char *msg,
-                            size_t size)
-{
-    if (err == cudaSuccess) return 0;
-    check_message(msg, size, expr, file, line, err);
-    return 1;
-}
 
 // For a helper that only a student's exercise calls: the student version, with
 // the exercise still empty, must build without an "unused function" warning.

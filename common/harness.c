@@ -202,8 +202,8 @@ static void check_run(trainer *t, const reference *ref, const char *name, int k,
     if (!problem[0]) return;
     vd->match = 0;
     if (vd->bad_runs++ == 0)
-        snprintf(vd->first_problem, sizeof vd->first_problem, "%s run %d: %s (%ld of %d losses wrong)", name, k,
-                 problem, bad, n);
+        snprintf(vd->first_problem, sizeof vd->first_problem, "%s, %s run %d: %s (%ld of %d losses wrong)", name,
+                 k < 0 ? "warm-up" : "timed", k < 0 ? k + t->opt.warmup + 1 : k + 1, problem, bad, n);
 }
 
 // ----------------------------------------------------------------------------
@@ -248,7 +248,7 @@ static void print_header(trainer *t)
         fprintf(out, "the main thread prepares\n");
     if (o->delay_us)
         fprintf(out, "test delay: %d us of spinning before each %s\n", o->delay_us,
-                o->delay_on == DELAY_COPY ? "copy" : "step");
+                o->delay_on == DELAY_COPY ? "copy" : "forward and each backward pass");
     device_report(out, &t->dev);
 }
 
@@ -393,7 +393,10 @@ static int timed_runs(trainer *t, variant_result *r, int nr, const reference *re
 
 int harness_run(trainer *t, const train_variant *variants, int nvariants)
 {
-    if (nvariants > HARNESS_MAX_VARIANTS) nvariants = HARNESS_MAX_VARIANTS;
+    if (nvariants < 1 || nvariants > HARNESS_MAX_VARIANTS) {
+        fprintf(stderr, "%s: harness_run takes 1 to %d variants, not %d\n", t->prog, HARNESS_MAX_VARIANTS, nvariants);
+        exit(EXIT_FAILURE);
+    }
     print_header(t);
     stage_times st = profile_stages(t);
     reference ref;
@@ -436,15 +439,15 @@ int harness_finish(trainer *t, int ok)
 {
     FILE *out = human(t);
     if (trace_on()) trace_finish(out);
+    trainer_destroy(t);
+    if (blocks_in_use() != 0) {  // the lesson's own buffers are freed before this call
+        fprintf(out, "memory: %ld device or pinned buffers were never freed\n", blocks_in_use());
+        ok = 0;
+    }
     fprintf(out, "%s\n", ok ? "all checks passed" : "CHECKS FAILED");
     if (t->opt.json) {
         json_bool(&t->js, "verified", ok);
         json_end(&t->js);
-    }
-    trainer_destroy(t);
-    if (blocks_in_use() != 0) {  // the lesson's own buffers are freed before this call
-        fprintf(stderr, "%s: %ld device or pinned buffers were never freed\n", t->prog, blocks_in_use());
-        ok = 0;
     }
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }

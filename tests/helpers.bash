@@ -30,7 +30,7 @@ BALANCED="--batches 60 --reps 3 --warmup 1"
 TINY="--batches 12 --batch 16 --in 32 --hidden 64 --out 4 --reps 1 --warmup 0"
 # The test delays: a spin kernel before every copy, or before every step's kernels,
 # long against anything the host does between two batches at the SMALL size, so
-# that a missing wait is caught every time (tests/README in notes/README.md).
+# that a missing wait is caught every time (notes/README.md, "Test delays").
 DELAY_US=${DELAY_US:-1500}
 DELAYS=("" "--delay-us $DELAY_US --delay-on copy" "--delay-us $DELAY_US --delay-on compute")
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/06_per_batch_sync/train.cu, made by `make lessons` (checksum 828118336): fill in every TODO.
+// STUDENT VERSION of solutions/06_per_batch_sync/train.cu, made by `make lessons` (checksum 3005723354): fill in every TODO.
 // 06_per_batch_sync: a training loop that synchronises after every batch.
 //
 // build: make build/solutions/06_per_batch_sync
@@ -7,7 +7,8 @@
 // The seeds' starting point: a copy stream and a compute stream, one pinned host
 // batch, and the host waiting twice per batch: for the copy (so that the step can
 // start) and for the step (so that the next batch can be prepared into the same
-// buffers). Each loss stays on the device and is read back every 10 batches.
+// buffers). Each loss is copied into a pinned ring every batch, and taken from
+// it every 10 batches, as the seeds read it back.
 // While the host prepares a batch the GPU has nothing to do, and while the GPU
 // trains the host waits: step time = prep + copy + GPU. Lessons 07-10 remove that.
 #include "common/args.h"     // defines: arg_spec, args_parse

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 920897712): fill in every TODO.
+// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 3462651829): fill in every TODO.
 // 08_interval_sync: the host synchronises once every N batches, not every batch.
 //
 // build: make build/solutions/08_interval_sync
@@ -63,7 +63,7 @@ static int train_loop(trainer *t, void *ctx)
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
                                    t->compute_stream));
         CUDA_CHECK(cudaEventRecord(e->loss_ready[slot], t->compute_stream));
-        // TODO(08-interval): at the end of every interval, and after the last batch, wait once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), then take every loss not yet taken up to it, each only once its own event says it landed
+        // TODO(08-interval): at the end of every interval, and after the last batch, wait once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), unless no loss up to it is new (an interval of 1 at batch 0), then take every loss not yet taken up to it, each only once its own event says it landed
     }
     return 0;
 }

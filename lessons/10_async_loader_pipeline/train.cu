@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 2105113251): fill in every TODO.
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 1169682796): fill in every TODO.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
 //
@@ -19,7 +19,7 @@
 // equal lesson 06's for any --workers and --prefetch. --fail-at-batch N makes the
 // loader of batch N fail: the loop stops, every loader returns and is joined, and
 // the program exits with code 1 and one line naming the batch. A loader never
-// exits the program itself: it writes what went wrong and stops the others. If
+// exits the program on a CUDA error: it writes what went wrong and stops the others. If
 // the loaders can no longer make progress (a bug), the main thread says so
 // instead of waiting forever.
 #include <pthread.h>
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 
 #include "common/args.h"     // defines: arg_spec, arg_int, args_parse
-#include "common/check.h"    // defines: CUDA_CHECK, EXERCISE_HELPER
+#include "common/check.h"    // defines: CUDA_CHECK, check_message, EXERCISE_HELPER
 #include "common/harness.h"  // defines: harness_run_loop, harness_finish
 #include "common/memory.h"   // defines: host_calloc
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,

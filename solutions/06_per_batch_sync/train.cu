@@ -6,7 +6,8 @@
 // The seeds' starting point: a copy stream and a compute stream, one pinned host
 // batch, and the host waiting twice per batch: for the copy (so that the step can
 // start) and for the step (so that the next batch can be prepared into the same
-// buffers). Each loss stays on the device and is read back every 10 batches.
+// buffers). Each loss is copied into a pinned ring every batch, and taken from
+// it every 10 batches, as the seeds read it back.
 // While the host prepares a batch the GPU has nothing to do, and while the GPU
 // trains the host waits: step time = prep + copy + GPU. Lessons 07-10 remove that.
 #include "common/args.h"     // defines: arg_spec, args_parse

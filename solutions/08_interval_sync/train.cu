@@ -66,7 +66,7 @@ static int train_loop(trainer *t, void *ctx)
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
                                    t->compute_stream));
         CUDA_CHECK(cudaEventRecord(e->loss_ready[slot], t->compute_stream));
-        // BEGIN SOLUTION(08-interval): at the end of every interval, and after the last batch, wait once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), then take every loss not yet taken up to it, each only once its own event says it landed
+        // BEGIN SOLUTION(08-interval): at the end of every interval, and after the last batch, wait once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), unless no loss up to it is new (an interval of 1 at batch 0), then take every loss not yet taken up to it, each only once its own event says it landed
         int last = i == t->opt.batches - 1;
         long upto = last ? i : i - e->lag;
         if (((i + 1) % e->sync_interval == 0 || last) && upto >= next_loss) {

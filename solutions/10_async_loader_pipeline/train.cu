@@ -18,7 +18,7 @@
 // equal lesson 06's for any --workers and --prefetch. --fail-at-batch N makes the
 // loader of batch N fail: the loop stops, every loader returns and is joined, and
 // the program exits with code 1 and one line naming the batch. A loader never
-// exits the program itself: it writes what went wrong and stops the others. If
+// exits the program on a CUDA error: it writes what went wrong and stops the others. If
 // the loaders can no longer make progress (a bug), the main thread says so
 // instead of waiting forever.
 #include <pthread.h>
@@ -26,7 +26,7 @@
 #include <stdlib.h>
 
 #include "common/args.h"     // defines: arg_spec, arg_int, args_parse
-#include "common/check.h"    // defines: CUDA_CHECK, EXERCISE_HELPER
+#include "common/check.h"    // defines: CUDA_CHECK, check_message, EXERCISE_HELPER
 #include "common/harness.h"  // defines: harness_run_loop, harness_finish
 #include "common/memory.h"   // defines: host_calloc
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
@@ -169,9 +169,10 @@ static int wait_for_last_copy(loader_pool *p, int k, host_slot *slot, long i, ch
         p->loader_waits++;
         pthread_mutex_unlock(&p->lock);
     }
-    if (state != cudaSuccess) {
-        snprintf(why, size, "loader %d: waiting for slot %ld's copy failed: %s", k, i % p->prefetch,
-                 cudaGetErrorString(state));
+    if (state != cudaSuccess) {  // CUDA_CHECK's message, without its exit()
+        char what[96];
+        snprintf(what, sizeof what, "waiting for slot %ld's copy (loader %d)", i % p->prefetch, k);
+        check_message(why, size, what, __FILE__, __LINE__, state);
         return -1;
     }
     return 0;
