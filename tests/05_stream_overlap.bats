@@ -194,7 +194,7 @@ assert_within_bound() {
     need_overlap
     run_json r "$P" "${PART3[@]}" --reps 2 --trace "$BATS_TEST_TMPDIR/t.json"
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" per_chunk_verified)" true
-    run "$TOOLS/jsoncheck" "$BATS_TEST_TMPDIR/t.json"
+    run jq -e . "$BATS_TEST_TMPDIR/t.json"
     assert_success
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window "per chunk" >"$BATS_TEST_TMPDIR/chunk.txt"
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window sequential >"$BATS_TEST_TMPDIR/seq.txt"

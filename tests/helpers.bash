@@ -17,7 +17,7 @@ bats_load_library bats-assert
 ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
 BIN=${COURSE_BIN:-$ROOT/build/solutions}
 REF_BIN=${COURSE_REF_BIN:-$ROOT/build/solutions}
-TOOLS=$ROOT/build/tools
+TOOLS=${COURSE_TOOLS:-$(dirname "$REF_BIN")/tools}  # the tools of the build under test
 FIXTURES=$ROOT/tests/fixtures
 
 # A small training configuration: every structural check runs in about a second.

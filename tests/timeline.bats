@@ -2,15 +2,43 @@
 # The timeline tools on fixtures: the JSON writer, the reader, the checks, the renderers.
 # handmade_trace.json is small enough to verify by hand; 08_small_trace.json was
 # recorded by lesson 08 on an H200 (notes/README.md says how to record it again).
+# JSON is checked with jq. The trace format (common/timeline.h): a host range's kind
+# (tl_range) is its "cat"; a track's kind (stream, main, thread) is in its
+# thread_name metadata; every event's pid names a process.
 
 load helpers
 
 HAND=$FIXTURES/handmade_trace.json
 RECORDED=$FIXTURES/08_small_trace.json
+TOOLS=$(dirname "$REF_BIN")/tools  # the tools of the build under test (make BUILD=...)
+
+# What a trace may hold: the cats of host ranges (tl_range_name) and of GPU work.
+HOST_CATS='["host","phase","prep","issue","sync","slot_wait","loader_wait"]'
+GPU_CATS='["kernel","h2d","d2h","copy"]'
+
+# format_problems FILE: the events of FILE that break the format, as JSON ([] if none)
+format_problems() {
+    jq -c --argjson host "$HOST_CATS" --argjson gpu "$GPU_CATS" '
+        .traceEvents as $ev
+        | ([$ev[] | select(.ph == "M" and .name == "process_name") | .pid]) as $pids
+        | ([$ev[] | select(.ph == "M" and .name == "thread_name") | {key: "\(.pid)/\(.tid)", value: .args.kind}]
+           | from_entries) as $kind
+        | [ ($ev[] | select(.ph == "M" and .name == "thread_name")
+                   | select((.args.kind | IN("stream", "main", "thread")) | not)
+                   | {track: .args.name, problem: "kind \(.args.kind)"}),
+            ($ev[] | select(.ph == "X") | . as $e | ($pids | index($e.pid)) as $p
+                   | $kind["\(.pid)/\(.tid)"] as $k
+                   | if $p == null then {event: .name, problem: "pid \(.pid) names no process"}
+                     elif $k == null then {event: .name, problem: "on a track with no name or kind"}
+                     elif $k == "stream" and ((.cat | IN($gpu[])) | not) then {event: .name, problem: "cat \(.cat) on a stream"}
+                     elif $k != "stream" and ((.cat | IN($host[])) | not) then {event: .name, problem: "cat \(.cat) on a host track"}
+                     else empty end)
+          ] | .[0:5]' "$1"
+}
 
 @test "timeline: both fixtures are valid JSON and well-formed traces" {
     for f in "$HAND" "$RECORDED"; do
-        run "$TOOLS/jsoncheck" "$f"
+        run jq -e . "$f"
         assert_success
         run "$TOOLS/tracestat" "$f" --check
         assert_success
@@ -18,14 +46,31 @@ RECORDED=$FIXTURES/08_small_trace.json
     done
 }
 
+@test "timeline: host ranges carry their kind as cat, tracks their kind, events a named process" {
+    for f in "$HAND" "$RECORDED"; do
+        run format_problems "$f"
+        assert_success
+        assert_output "[]"
+    done
+    # the kinds the fixtures are known to hold
+    assert_equal "$(jq -r '[.traceEvents[] | select(.ph == "X" and (.cat | IN("phase", "prep", "sync")))] | length' "$HAND")" 4
+    assert_equal "$(jq -r '[.traceEvents[] | select(.name == "thread_name") | .args.kind] | sort | join(",")' "$RECORDED")" \
+        "main,stream,stream,stream"
+}
+
 @test "timeline: the writer's output, read back, is valid, sorted, nested, and measures the same" {
     for f in "$HAND" "$RECORDED"; do
         "$TOOLS/tracestat" "$f" --rewrite "$BATS_TEST_TMPDIR/again.json"
-        run "$TOOLS/jsoncheck" "$BATS_TEST_TMPDIR/again.json"
+        run jq -e . "$BATS_TEST_TMPDIR/again.json"
         assert_success
         run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/again.json" --check
         assert_success
         diff <("$TOOLS/tracestat" "$f" --window run) <("$TOOLS/tracestat" "$BATS_TEST_TMPDIR/again.json" --window run)
+        # kinds survive the round trip: every range keeps its cat, every track its kind
+        run format_problems "$BATS_TEST_TMPDIR/again.json"
+        assert_output "[]"
+        kinds='[.traceEvents[] | select(.ph == "X") | "\(.name) \(.cat)"] | sort, [.traceEvents[] | select(.name == "thread_name") | "\(.args.name) \(.args.kind)"] | sort'
+        diff <(jq -c "$kinds" "$f") <(jq -c "$kinds" "$BATS_TEST_TMPDIR/again.json")
     done
 }
 
@@ -33,19 +78,19 @@ RECORDED=$FIXTURES/08_small_trace.json
     "$TOOLS/tracestat" "$RECORDED" --window run >"$BATS_TEST_TMPDIR/s.txt"
     tracks=$(kv_get "$BATS_TEST_TMPDIR/s.txt" tracks)
     [[ "$tracks" == *"main"* && "$tracks" == *"copy"* && "$tracks" == *"compute"* ]] || fail "tracks: $tracks"
-    run grep -c '"ph":"X"' "$RECORDED"
-    assert_num "$output" ">" 100
-    run grep '"name":""' "$RECORDED"
-    assert_failure
+    assert_num "$(jq '[.traceEvents[] | select(.ph == "X")] | length' "$RECORDED")" ">" 100
+    assert_equal "$(jq '[.traceEvents[] | select(.name == "" or (.name == "thread_name" and .args.name == ""))] | length' "$RECORDED")" 0
 }
 
 @test "timeline: the checker rejects unsorted events and partly overlapping ones" {
     sed 's/"ts":610.000/"ts":100.000/' "$HAND" >"$BATS_TEST_TMPDIR/unsorted.json"
+    ! cmp -s "$HAND" "$BATS_TEST_TMPDIR/unsorted.json" || fail "the fixture no longer has the event this test moves"
     run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/unsorted.json" --check
     assert_failure
     assert_output --partial "starts before"
     # the second kernel made to start inside the first one on the same stream
     sed 's/"name":"sgd_kernel","cat":"kernel","ph":"X","ts":600.000/"name":"sgd_kernel","cat":"kernel","ph":"X","ts":599.000/' "$HAND" >"$BATS_TEST_TMPDIR/overlap.json"
+    ! cmp -s "$HAND" "$BATS_TEST_TMPDIR/overlap.json" || fail "the fixture no longer has the kernel this test moves"
     run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/overlap.json" --check
     assert_failure
     assert_output --partial "overlap without nesting"
@@ -63,6 +108,15 @@ RECORDED=$FIXTURES/08_small_trace.json
     assert_equal "$(kv_get "$s" own_kernels)" 1
     assert_equal "$(kv_get "$s" h2d)" 2
     assert_equal "$(kv_get "$s" host_syncs)" 1
+}
+
+@test "timeline: a range's kind comes from its cat, not its name" {
+    # the sync range renamed: still a sync (host blocked); made a prep range: no longer
+    sed 's/"name":"sync","cat":"sync"/"name":"waiting","cat":"sync"/' "$HAND" >"$BATS_TEST_TMPDIR/renamed.json"
+    ! cmp -s "$HAND" "$BATS_TEST_TMPDIR/renamed.json" || fail "the fixture no longer has the sync range this test renames"
+    assert_equal "$(kv_get <("$TOOLS/tracestat" "$BATS_TEST_TMPDIR/renamed.json" --window run) host_blocked)" 0.100000
+    sed 's/"name":"sync","cat":"sync"/"name":"sync","cat":"host"/' "$HAND" >"$BATS_TEST_TMPDIR/other.json"
+    assert_equal "$(kv_get <("$TOOLS/tracestat" "$BATS_TEST_TMPDIR/other.json" --window run) host_blocked)" 0.000000
 }
 
 @test "timeline: the terminal rendering of the hand-made trace matches" {
@@ -88,4 +142,18 @@ RECORDED=$FIXTURES/08_small_trace.json
     assert_output "</svg>"
     grep -q ">main</text>" "$BATS_TEST_TMPDIR/t.svg"
     grep -q ">compute</text>" "$BATS_TEST_TMPDIR/t.svg"
+}
+
+@test "timeline: tracestat refuses bad options with exit code 2 and one line naming the option" {
+    for args in "--width abc" "--width 5" "--from-batch -1" "--batches 0" "--ms-axis x"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$TOOLS/tracestat" "$HAND" $args
+        [ "$status" -eq 2 ] || fail "tracestat $args: exit code $status, expected 2"
+        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "tracestat $args: expected one line on stderr, got: $stderr"
+        [[ "$stderr" == *"${args%% *}"* ]] || fail "tracestat $args: the message does not name the option: $stderr"
+    done
+    # the old form --batches FIRST COUNT: the count is now a stray argument
+    run --separate-stderr "$TOOLS/tracestat" "$RECORDED" --window run --batches 10 3 --text
+    assert_equal "$status" 2
+    assert_equal "$(printf '%s\n' "$stderr" | grep -c .)" 1
 }

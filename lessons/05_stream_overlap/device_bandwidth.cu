@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/device_bandwidth.cu, made by `make lessons` (checksum 2282856444): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/device_bandwidth.cu, made by `make lessons` (checksum 2929725692): fill in every TODO.
 // device_bandwidth.cu: part 1, what the device can overlap (copy engines,
 // concurrent kernels, stream priorities), and part 2, host<->device bandwidth
 // from pinned and from pageable memory, one direction at a time and both at once.
@@ -9,7 +9,7 @@
 #include "common/device.h"  // defines: device_info, device_report
 #include "common/memory.h"  // defines: host_alloc
 #include "common/timing.h"  // defines: stats, time_gpu_work
-#include "solutions/05_stream_overlap/overlap.h"  // defines: workload, options, report, report_*, both_copies
+#include "overlap.h"  // defines: workload, options, report, report_*, both_copies
 
 // ----------------------------------------------------------------------------
 // Part 1: the device.

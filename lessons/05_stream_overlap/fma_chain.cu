@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/fma_chain.cu, made by `make lessons` (checksum 1891262171): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/fma_chain.cu, made by `make lessons` (checksum 3418747142): fill in every TODO.
 // fma_chain.cu: the kernel lesson 05 overlaps with its copies, its launcher, and
 // its host twin.
 //
@@ -10,7 +10,7 @@
 #include <math.h>  // fmaf
 
 #include "common/check.h"                         // defines: CUDA_CHECK
-#include "solutions/05_stream_overlap/overlap.h"  // declares: launch_fma_chain, fma_chain_host
+#include "overlap.h"  // declares: launch_fma_chain, fma_chain_host
 
 #define FMA_CHAIN_A 0.9999f
 #define FMA_CHAIN_B 0.0001f

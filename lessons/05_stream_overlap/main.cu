@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 3793752485): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 2000874486): fill in every TODO.
 // 05_stream_overlap: copies and kernels overlapped across CUDA streams, measured fairly.
 //
 // build: make build/solutions/05_stream_overlap
@@ -18,7 +18,7 @@
 #include "common/device.h"  // defines: device_info, gpu_open
 #include "common/json.h"    // defines: json_begin, json_end
 #include "common/trace.h"   // defines: trace_start, trace_add_window, trace_on, trace_finish
-#include "solutions/05_stream_overlap/overlap.h"  // defines: options, workload, report, the parts
+#include "overlap.h"  // defines: options, workload, report, the parts
 
 int main(int argc, char **argv)
 {

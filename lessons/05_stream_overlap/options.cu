@@ -1,11 +1,11 @@
-// STUDENT VERSION of solutions/05_stream_overlap/options.cu, made by `make lessons` (checksum 1294246111): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/options.cu, made by `make lessons` (checksum 2395026364): fill in every TODO.
 // options.cu: lesson 05's command line, and the sizes it asks for checked against
 // the machine before anything is allocated: a size that cannot fit is bad usage
 // (exit code 2, one line naming --size-mib), not a CUDA error halfway through.
 #include "common/args.h"    // defines: arg_spec, arg_int, arg_double, arg_flag, arg_string, arg_choice,
                             //          args_parse, usage_error
 #include "common/memory.h"  // defines: host_memory_bytes
-#include "solutions/05_stream_overlap/overlap.h"  // defines: options, delay_point, runs_part, needs_data
+#include "overlap.h"  // defines: options, delay_point, runs_part, needs_data
 
 #define GIB 1073741824.0
 

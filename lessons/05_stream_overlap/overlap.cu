@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 4179210487): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 101896658): fill in every TODO.
 // overlap.cu: part 3, copy-in, kernel and copy-out in order on one stream, then
 // cut into chunks over several streams in two issue orders. Every buffer is
 // pinned, on both sides, so the difference is the overlap alone; the results
@@ -9,7 +9,7 @@
 #include "common/check.h"   // defines: CUDA_CHECK, EXERCISE_HELPER
 #include "common/device.h"  // defines: device_info
 #include "common/timing.h"  // defines: stats
-#include "solutions/05_stream_overlap/overlap.h"  // defines: workload, variant, report, stage_times,
+#include "overlap.h"  // defines: workload, variant, report, stage_times,
                                                   //          launch_fma_chain, the stages, time_round_robin
 
 static size_t chunk_begin(const workload *w, int c) { return (size_t)w->n * c / w->chunks; }

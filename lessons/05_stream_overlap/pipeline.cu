@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 2454399458): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 789951189): fill in every TODO.
 // pipeline.cu: part 5, batches through two streams ordered by events. The copy
 // stream moves batches in and results out, the compute stream runs the kernels,
 // through two device slots per direction (batch k uses slot k % 2). Every
@@ -14,7 +14,7 @@
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/kernels.h"  // defines: launch_spin
 #include "common/trace.h"    // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
-#include "solutions/05_stream_overlap/overlap.h"  // defines: workload, variant, report, delay_point,
+#include "overlap.h"  // defines: workload, variant, report, delay_point,
                                                   //          launch_fma_chain, the stages, time_round_robin
 
 typedef struct {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 3664656493): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 36866645): fill in every TODO.
 // priority.cu: part 4, what stream priority does. A flood of spin blocks fills
 // every SM for many waves; a small probe kernel is queued once the flood runs, on
 // a stream of the flood's priority and on a high-priority one, and timed from
@@ -13,7 +13,7 @@
 #include "common/kernels.h"  // defines: launch_spin, spin_blocks_per_sm, launch_probe
 #include "common/memory.h"   // defines: host_alloc
 #include "common/timing.h"   // defines: stats, stats_of
-#include "solutions/05_stream_overlap/overlap.h"  // defines: options, report, report_*
+#include "overlap.h"  // defines: options, report, report_*
 
 #define SPIN_THREADS 1024
 #define FLOOD_BLOCK_NS 20000  // each flood block spins 20 us

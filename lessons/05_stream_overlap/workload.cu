@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/workload.cu, made by `make lessons` (checksum 3860933557): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/workload.cu, made by `make lessons` (checksum 1349143589): fill in every TODO.
 // workload.cu: lesson 05's data, its three stages (copy-in, kernel, copy-out),
 // the sequential run that every other run is compared with, and the checks.
 #include <stdio.h>   // fprintf, snprintf
@@ -8,7 +8,7 @@
 #include "common/check.h"   // defines: CUDA_CHECK
 #include "common/memory.h"  // defines: host_calloc
 #include "common/trace.h"   // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
-#include "solutions/05_stream_overlap/overlap.h"  // defines: workload, options, report, launch_fma_chain
+#include "overlap.h"  // defines: workload, options, report, launch_fma_chain
 
 #define POISON_BYTE 0xFF  // every float byte 0xFF is a NaN: an unwritten element cannot pass
 

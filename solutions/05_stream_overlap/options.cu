@@ -4,7 +4,7 @@
 #include "common/args.h"    // defines: arg_spec, arg_int, arg_double, arg_flag, arg_string, arg_choice,
                             //          args_parse, usage_error
 #include "common/memory.h"  // defines: host_memory_bytes
-#include "solutions/05_stream_overlap/overlap.h"  // defines: options, delay_point, runs_part, needs_data
+#include "overlap.h"  // defines: options, delay_point, runs_part, needs_data
 
 #define GIB 1073741824.0
 

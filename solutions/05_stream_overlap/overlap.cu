@@ -8,7 +8,7 @@
 #include "common/check.h"   // defines: CUDA_CHECK, EXERCISE_HELPER
 #include "common/device.h"  // defines: device_info
 #include "common/timing.h"  // defines: stats
-#include "solutions/05_stream_overlap/overlap.h"  // defines: workload, variant, report, stage_times,
+#include "overlap.h"  // defines: workload, variant, report, stage_times,
                                                   //          launch_fma_chain, the stages, time_round_robin
 
 static size_t chunk_begin(const workload *w, int c) { return (size_t)w->n * c / w->chunks; }

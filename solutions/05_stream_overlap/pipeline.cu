@@ -13,7 +13,7 @@
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/kernels.h"  // defines: launch_spin
 #include "common/trace.h"    // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
-#include "solutions/05_stream_overlap/overlap.h"  // defines: workload, variant, report, delay_point,
+#include "overlap.h"  // defines: workload, variant, report, delay_point,
                                                   //          launch_fma_chain, the stages, time_round_robin
 
 typedef struct {

@@ -12,7 +12,7 @@
 #include "common/kernels.h"  // defines: launch_spin, spin_blocks_per_sm, launch_probe
 #include "common/memory.h"   // defines: host_alloc
 #include "common/timing.h"   // defines: stats, stats_of
-#include "solutions/05_stream_overlap/overlap.h"  // defines: options, report, report_*
+#include "overlap.h"  // defines: options, report, report_*
 
 #define SPIN_THREADS 1024
 #define FLOOD_BLOCK_NS 20000  // each flood block spins 20 us
