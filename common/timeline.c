@@ -131,13 +131,15 @@ void tl_write_json(const timeline *t, FILE *out)
         fputs(",\n{\"name\":", out);
         json_write_string(out, e->name);
         fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,"
-                     "\"args\":{\"batch\":%d,\"bytes\":%lld,\"pageable\":%d}}",
+                     "\"args\":{\"batch\":%d,\"bytes\":%lld,\"pageable\":%d",
                 category(e), (start - base) / 1e3, (end - start) / 1e3, t->tracks[e->track].process + 1,
                 e->track + 1, e->batch, e->bytes, e->pageable);
+        if (e->graph) fprintf(out, ",\"graph\":%u", e->graph);  // only when nonzero: older traces read the same
+        fputs("}}", out);
     }
     fprintf(out, "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"program\":");
     json_write_string(out, t->program);
-    fprintf(out, ",\"dropped\":%lld}}\n", t->dropped);
+    fprintf(out, ",\"dropped\":%lld,\"base_ns\":%llu}}\n", t->dropped, (unsigned long long)(t->base_ns + base));
     free(last_end);
 }
 
@@ -193,6 +195,9 @@ int tl_read_json(timeline *t, FILE *in)
         if (strstr(line, "\"otherData\"")) {
             read_string(strstr(line, "\"otherData\""), "program", t->program, sizeof t->program);
             if (read_number(line, "dropped", &v)) t->dropped = (long long)v;
+            const char *b = after_key(line, "base_ns");  // read whole: a double would round it
+            unsigned long long base = 0;
+            if (b && sscanf(b, "%llu", &base) == 1) t->base_ns = base;
             continue;
         }
         if (!read_string(line, "ph", ph, sizeof ph)) continue;
@@ -252,6 +257,7 @@ int tl_read_json(timeline *t, FILE *in)
             if (read_number(args, "batch", &v)) e.batch = (int)v;
             if (read_number(args, "bytes", &v)) e.bytes = (long long)v;
             if (read_number(args, "pageable", &v)) e.pageable = (int)v;
+            if (read_number(args, "graph", &v)) e.graph = (uint32_t)v;
         }
         tl_add(t, &e);
     }
@@ -303,13 +309,16 @@ typedef struct {
     uint64_t a, b;
 } span;
 
-enum { GPU_WORK = 1, COPIES = 2, KERNELS = 4, PREP = 8, BLOCKED = 16, H2D = 32 };
+enum { GPU_WORK = 1, COPIES = 2, KERNELS = 4, PREP = 8, BLOCKED = 16, H2D = 32, COMM = 64, COMPUTE = 128 };
 
 static int matches(const timeline *t, const tl_event *e, int what, int track)
 {
     if (track >= 0 && e->track != track) return 0;
+    if (track <= -2 && (e->track < 0 || t->tracks[e->track].process != -2 - track)) return 0;  // a process
     switch (e->kind) {
-    case TL_KERNEL: return (what & (GPU_WORK | KERNELS)) != 0;
+    case TL_KERNEL:
+        if ((what & (GPU_WORK | KERNELS)) != 0) return 1;
+        return (what & (tl_comm_kernel(e->name) ? COMM : COMPUTE)) != 0;
     case TL_H2D: return (what & (GPU_WORK | COPIES | H2D)) != 0;
     case TL_D2H:
     case TL_COPY: return (what & (GPU_WORK | COPIES)) != 0;
@@ -391,6 +400,21 @@ double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint
     return overlap_of(t, what, a, what, b, start, end, NULL) / 1e6;
 }
 
+int tl_comm_kernel(const char *name) { return strncmp(name, "nccl", 4) == 0 || strcmp(name, "oneRankReduce") == 0; }
+
+double tl_comm_hidden(const timeline *t, int process, uint64_t start, uint64_t end, double *comm_ms)
+{
+    uint64_t comm = 0, hidden = 0;
+    for (int p = 0; p < t->nprocesses; p++) {
+        if (process >= 0 && p != process) continue;
+        uint64_t mine = 0;
+        hidden += (uint64_t)overlap_of(t, COMM, -2 - p, COMPUTE, -2 - p, start, end, &mine);
+        comm += mine;
+    }
+    if (comm_ms) *comm_ms = comm / 1e6;
+    return comm ? (double)hidden / comm : 0;
+}
+
 int tl_library_kernel(const char *name)
 {
     return strstr(name, "gemm") || strstr(name, "splitK") || strstr(name, "cutlass") ||
@@ -431,6 +455,7 @@ tl_figures tl_analyse(const timeline *t, uint64_t lo, uint64_t hi)
     blocked_ns = total(blocked, nb);
     free(blocked);
     f.host_blocked = blocked_ns / span_ns;
+    f.comm_hidden = tl_comm_hidden(t, -1, lo, hi, &f.comm_ms);
 
     for (int i = 0; i < t->nevents; i++) {
         const tl_event *e = &t->events[i];
@@ -439,12 +464,14 @@ tl_figures tl_analyse(const timeline *t, uint64_t lo, uint64_t hi)
         case TL_KERNEL:
             f.kernels++;
             f.own_kernels += !tl_library_kernel(e->name);
+            f.comm_kernels += tl_comm_kernel(e->name);
+            f.graph_kernels += e->graph != 0;
             break;
         case TL_H2D: f.h2d++; f.copies++; f.pageable_copies += e->pageable; break;
         case TL_D2H: f.d2h++; f.copies++; f.pageable_copies += e->pageable; break;
         case TL_COPY: f.copies++; break;
         case TL_SYNC: f.host_syncs++; break;
-        case TL_HOST: break;
+        case TL_HOST: f.graph_launches += e->range == TL_RANGE_ISSUE && e->graph != 0; break;
         }
     }
     return f;

@@ -55,6 +55,9 @@ typedef struct {
     long long bytes;       // copies
     int pageable;          // copies: the host side was pageable memory
     uint32_t correlation;  // TL_SYNC: CUPTI's id of the API call (not written to JSON)
+    uint32_t graph;        // TL_KERNEL: CUPTI's id of the graph it ran in (0: launched on its own); a
+                           // TL_RANGE_ISSUE range of a cudaGraphLaunch: the id of the graph launched.
+                           // JSON: args "graph", written only when nonzero
 } tl_event;
 
 typedef struct {
@@ -72,6 +75,9 @@ typedef struct {
     char program[TL_NAME];
     char processes[TL_MAX_PROCESSES][TL_NAME];  // process 0 is the program itself
     int nprocesses;
+    uint64_t base_ns;      // the clock at time 0 of the events (read from JSON, where the times are
+                           // relative; 0 when recorded): CUPTI stamps with CLOCK_REALTIME, so the
+                           // traces of several processes on one machine line up (tracestat --merge)
 } timeline;
 
 void tl_init(timeline *t, const char *program);
@@ -110,6 +116,12 @@ typedef struct {
     int h2d, d2h, copies;
     int pageable_copies;
     int host_syncs;           // CUPTI: event, stream and device synchronisations
+    int graph_kernels;        // kernels that ran as nodes of a CUDA graph
+    int graph_launches;       // cudaGraphLaunch calls (issue ranges with a graph id)
+    int comm_kernels;         // NCCL's kernels (tl_comm_kernel)
+    double comm_ms;           // time with an NCCL kernel running, summed over the processes
+    double comm_hidden;       // fraction of it during which a kernel of the same process that is not
+                              // NCCL's ran too: communication hidden under compute
 } tl_figures;
 
 tl_figures tl_analyse(const timeline *t, uint64_t start, uint64_t end);
@@ -117,6 +129,15 @@ tl_figures tl_analyse(const timeline *t, uint64_t start, uint64_t end);
 // 1 for a kernel of cuBLAS (or CUTLASS under it), by name: "...gemm...",
 // "Kernel2", "splitKreduce_kernel". Used to colour, never to check.
 int tl_library_kernel(const char *name);
+
+// 1 for a kernel of NCCL, by name: "nccl..." ("ncclDevKernel_AllReduce_..."), or
+// "oneRankReduce", what an all-reduce of a one-rank communicator runs.
+int tl_comm_kernel(const char *name);
+
+// Of the time an NCCL kernel of `process` (-1: of every process, each against its own
+// kernels) ran in the window, the fraction during which another kernel of that process
+// ran too; *comm_ms (if not NULL) gets that NCCL time.
+double tl_comm_hidden(const timeline *t, int process, uint64_t start, uint64_t end, double *comm_ms);
 
 // Time both tracks had work running at once, in milliseconds: any kernel or copy,
 // or with kernels_only, kernels alone.

@@ -3,9 +3,10 @@
 // Kernels are recorded as CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (KIND_KERNEL
 // would serialise every kernel), copies as MEMCPY, host waits as SYNCHRONIZATION
 // (less the cudaEventQuery calls CUPTI also reports there, recognised through a
-// callback on that one function). CUPTI hands records over in buffers, possibly
-// from its own thread; host ranges are stamped with cuptiGetTimestamp, the clock
-// of those records.
+// callback on that one function), graph launches as issue ranges (a callback on
+// cudaGraphLaunch; the kernels a graph runs carry its graphId). CUPTI hands
+// records over in buffers, possibly from its own thread; host ranges are stamped
+// with cuptiGetTimestamp, the clock of those records.
 #define _POSIX_C_SOURCE 200809L
 #include "trace.h"
 
@@ -13,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cupti.h>
+#include <cupti.h>  // also the API calls' parameters (cudaGraphLaunch_v10000_params)
 #include <cupti_runtime_cbid.h>
 #include <nvtx3/nvToolsExt.h>
 
@@ -60,16 +61,50 @@ static struct {
 static _Thread_local int thread_track = -1;
 
 // ----------------------------------------------------------------------------
-// CUPTI's buffers, and the one API call we watch
+// CUPTI's buffers, and the two API calls we watch
 
-// CUPTI reports cudaEventQuery as an event synchronisation too. A callback on that
-// one function (not an activity record for every API call, which costs about a
-// microsecond each) remembers their ids, to drop their records at the end.
-static void CUPTIAPI on_event_query(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                    const void *data)
+// A cudaGraphLaunch call, as an issue range on the calling thread's track marked
+// with the id CUPTI gives the graph exec launched: the trace counts launches from
+// the calls themselves, not from what the program says it did.
+static void record_graph_launch(const CUpti_CallbackData *info)
+{
+    if (info->callbackSite == CUPTI_API_ENTER) {  // the entry's time, handed to the exit callback
+        CUPTI_CHECK(cuptiGetTimestamp(info->correlationData));
+        return;
+    }
+    tl_event e;
+    memset(&e, 0, sizeof e);
+    e.kind = TL_HOST;
+    e.range = TL_RANGE_ISSUE;
+    snprintf(e.name, sizeof e.name, "cudaGraphLaunch");
+    e.batch = -1;
+    e.start = *info->correlationData;
+    CUPTI_CHECK(cuptiGetTimestamp(&e.end));
+    const cudaGraphLaunch_v10000_params *p = (const cudaGraphLaunch_v10000_params *)info->functionParams;
+    uint32_t id = 0;
+    // checked, but not fatal: without its id the range still marks a graph launch
+    if (!p->graphExec || cuptiGetGraphExecId((CUgraphExec)p->graphExec, &id) != CUPTI_SUCCESS) id = 0;
+    e.graph = id ? id : UINT32_MAX;  // 0 would read as "no graph"
+    pthread_mutex_lock(&g.lock);
+    if (thread_track < 0) thread_track = tl_find_track(&g.tl, "thread", TL_TRACK_THREAD);
+    e.track = thread_track;
+    tl_add(&g.tl, &e);
+    pthread_mutex_unlock(&g.lock);
+}
+
+// Callbacks on two functions (not an activity record for every API call, which
+// costs about a microsecond each): cudaGraphLaunch (above), and cudaEventQuery,
+// which CUPTI reports as an event synchronisation too: their ids are remembered,
+// to drop their records at the end.
+static void CUPTIAPI on_api_call(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                 const void *data)
 {
     const CUpti_CallbackData *info = (const CUpti_CallbackData *)data;
-    (void)userdata, (void)domain, (void)cbid;
+    (void)userdata, (void)domain;
+    if (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000) {
+        record_graph_launch(info);
+        return;
+    }
     if (info->callbackSite != CUPTI_API_EXIT) return;
     pthread_mutex_lock(&g.lock);
     if (g.nqueries == g.cap_queries) {
@@ -135,6 +170,7 @@ static void add_record(const CUpti_Activity *record)
     if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
         const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)record;
         e.kind = TL_KERNEL;
+        e.graph = k->graphId;  // 0 unless a graph launch ran it
         short_name(k->name, e.name, sizeof e.name);
         e.start = k->start;
         e.end = k->end;
@@ -229,9 +265,11 @@ void trace_start(const char *prog, const char *json_path, int timeline_on)
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CUPTI_CHECK(cuptiActivityEnable(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION));
-    CUPTI_CHECK(cuptiSubscribe(&g.subscriber, on_event_query, NULL));
+    CUPTI_CHECK(cuptiSubscribe(&g.subscriber, on_api_call, NULL));
     CUPTI_CHECK(cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                                     CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020));
+    CUPTI_CHECK(cuptiEnableCallback(1, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
     g.on = 1;
 }
 
@@ -244,6 +282,8 @@ static void set_activities(int enable)
     for (int k = 0; k < 3; k++) CUPTI_CHECK(enable ? cuptiActivityEnable(kinds[k]) : cuptiActivityDisable(kinds[k]));
     CUPTI_CHECK(cuptiEnableCallback(enable, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
                                     CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020));
+    CUPTI_CHECK(cuptiEnableCallback(enable, g.subscriber, CUPTI_CB_DOMAIN_RUNTIME_API,
+                                    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
 }
 
 void trace_pause(void)

@@ -6,19 +6,26 @@
 //             time, every track named, no two events on a stream track partly
 //             overlapping, host ranges nested; exit 1 on the first problem
 //   tracestat TRACE.json --rewrite OUT  read it and write it again (tests the writer)
+//   tracestat --merge OUT.json A.json B.json ...   one trace of several ranks (lesson 12),
+//             given in rank order: each input's process becomes one process row (Perfetto),
+//             its tracks prefixed "r0 ", "r1 ", ...; the inputs' clocks line up as they
+//             were recorded (CUPTI stamps with CLOCK_REALTIME: exact on one machine,
+//             across machines only as good as their clocks' agreement)
 //
 // Without --text or --svg it prints key=value lines for the window (the last
 // host range named PHASE, or the whole trace): counts of kernels and copies,
 // GPU busy fraction, copy time hidden under kernels, host blocked, host prep
-// under GPU work, the largest GPU idle gap, and the overlap of every pair of
-// stream tracks. The tests and `make timelines` use it.
+// under GPU work, the largest GPU idle gap, NCCL's kernel time and the share of it
+// hidden under other kernels (comm_hidden; per process too when there are several),
+// and the overlap of every pair of stream tracks. The tests and `make timelines` use it.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/args.h"        // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error
 #include "common/exit_codes.h"  // defines: EXIT_FAILURE
-#include "common/timeline.h"    // defines: timeline, tl_read_json, tl_analyse, tl_render_text, tl_render_svg
+#include "common/timeline.h"    // defines: timeline, tl_read_json, tl_write_json, tl_analyse, tl_comm_hidden,
+                                //          tl_find_track_in, tl_render_text, tl_render_svg
 
 // Checks what tl_write_json promises, on the events in file order.
 static int check(const timeline *t)
@@ -57,9 +64,82 @@ static int check(const timeline *t)
     return 1;
 }
 
+// Reads a trace; 0 (after one line on stderr) when it cannot.
+static int read_trace(const char *path, timeline *t)
+{
+    FILE *in = fopen(path, "r");
+    if (!in) {
+        fprintf(stderr, "tracestat: cannot open %s\n", path);
+        return 0;
+    }
+    int bad = tl_read_json(t, in);
+    fclose(in);
+    if (bad) fprintf(stderr, "tracestat: %s is not a trace written by --trace\n", path);
+    return !bad;
+}
+
+// --merge: the inputs, in rank order, as the processes of one trace.
+static int merge(const char *out_path, const char **paths, int n)
+{
+    timeline m, in[TL_MAX_PROCESSES];
+    tl_init(&m, "");
+    m.nprocesses = 0;
+    uint64_t base = UINT64_MAX;
+    int tracks = 0;
+    for (int k = 0; k < n; k++) {
+        if (!read_trace(paths[k], &in[k])) return EXIT_FAILURE;
+        if (in[k].base_ns < base) base = in[k].base_ns;
+        tracks += in[k].ntracks;
+        if (m.nprocesses + in[k].nprocesses > TL_MAX_PROCESSES || tracks > TL_MAX_TRACKS) {
+            fprintf(stderr, "tracestat: --merge takes at most %d processes and %d tracks in all\n", TL_MAX_PROCESSES,
+                    TL_MAX_TRACKS);
+            return EXIT_FAILURE;
+        }
+        m.nprocesses += in[k].nprocesses;
+    }
+    snprintf(m.program, sizeof m.program, "%.40s (+%d merged)", in[0].program, n - 1);
+    m.base_ns = base;
+    m.nprocesses = 0;
+    for (int k = 0; k < n; k++) {
+        int first = m.nprocesses, map[TL_MAX_TRACKS];
+        for (int p = 0; p < in[k].nprocesses; p++)
+            snprintf(m.processes[first + p], TL_NAME, "%s", in[k].processes[p][0] ? in[k].processes[p] : in[k].program);
+        m.nprocesses += in[k].nprocesses;
+        for (int j = 0; j < in[k].ntracks; j++) {
+            char name[TL_NAME];
+            snprintf(name, sizeof name, "r%d %.50s", k, in[k].tracks[j].name);
+            map[j] = tl_find_track_in(&m, first + in[k].tracks[j].process, name, in[k].tracks[j].kind);
+        }
+        uint64_t shift = in[k].base_ns - base;  // this input's time 0 on the merged clock
+        for (int i = 0; i < in[k].nevents; i++) {
+            tl_event e = in[k].events[i];
+            e.start += shift;
+            e.end += shift;
+            if (e.track >= 0) e.track = map[e.track];
+            tl_add(&m, &e);
+        }
+        m.dropped += in[k].dropped;
+        tl_free(&in[k]);
+    }
+    tl_sort(&m);
+    FILE *out = fopen(out_path, "w");
+    if (!out) {
+        fprintf(stderr, "tracestat: cannot write %s\n", out_path);
+        tl_free(&m);
+        return EXIT_FAILURE;
+    }
+    tl_write_json(&m, out);
+    int bad = fclose(out) != 0;
+    printf("merged %d traces into %s: %d processes, %d tracks, %d events\n", n, out_path, m.nprocesses, m.ntracks,
+           m.nevents);
+    tl_free(&m);
+    return bad ? EXIT_FAILURE : 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *phase = NULL, *svg = NULL, *title = NULL, *rewrite = NULL, *files[1] = {NULL};
+    const char *phase = NULL, *svg = NULL, *title = NULL, *rewrite = NULL, *merged = NULL;
+    const char *files[TL_MAX_PROCESSES] = {NULL};
     int first = -1, count = 3, text = 0, width = 100, checking = 0;
     double ms_axis = 0;
     const arg_spec specs[] = {
@@ -73,23 +153,19 @@ int main(int argc, char **argv)
         arg_double("ms-axis", &ms_axis, 0, 1e9, "MS", "the SVG's time axis in ms (0: the window's span)"),
         arg_flag("check", &checking, "check the file's structure (sorted, named, nested); exit 1 on a problem"),
         arg_string("rewrite", &rewrite, "OUT", "read the trace and write it again (tests the writer)"),
+        arg_string("merge", &merged, "OUT", "merge the traces given (one per rank, in rank order) into OUT"),
     };
     int nfiles = args_parse_files(argc, argv, "tracestat", "Read a trace written by --trace and print what it shows.",
-                                  specs, (int)(sizeof specs / sizeof specs[0]), "TRACE.json", files, 1);
+                                  specs, (int)(sizeof specs / sizeof specs[0]), "TRACE.json", files,
+                                  TL_MAX_PROCESSES);
+    if (merged) {
+        if (nfiles < 1) usage_error("tracestat", "--merge: give the ranks' traces to merge, in rank order");
+        return merge(merged, files, nfiles);
+    }
     if (nfiles != 1) usage_error("tracestat", "give one trace file (try --help)");
     const char *path = files[0];
-    FILE *in = fopen(path, "r");
-    if (!in) {
-        fprintf(stderr, "tracestat: cannot open %s\n", path);
-        return EXIT_FAILURE;
-    }
     timeline t;
-    int bad = tl_read_json(&t, in);
-    fclose(in);
-    if (bad) {
-        fprintf(stderr, "tracestat: %s is not a trace written by --trace\n", path);
-        return EXIT_FAILURE;
-    }
+    if (!read_trace(path, &t)) return EXIT_FAILURE;
     if (checking) return check(&t) ? 0 : 1;
     tl_sort(&t);
     if (rewrite) {
@@ -130,9 +206,17 @@ int main(int argc, char **argv)
     printf("program=%s\nwindow=%s\nspan_ms=%.6f\n", t.program, phase ? phase : "all", f.span_ms);
     printf("kernels=%d\nown_kernels=%d\nh2d=%d\nd2h=%d\ncopies=%d\npageable_copies=%d\nhost_syncs=%d\n", f.kernels,
            f.own_kernels, f.h2d, f.d2h, f.copies, f.pageable_copies, f.host_syncs);
+    // kernels that ran as nodes of a CUDA graph, and the cudaGraphLaunch calls that launched them (lesson 11)
+    printf("graph_kernels=%d\ngraph_launches=%d\n", f.graph_kernels, f.graph_launches);
     printf("gpu_busy=%.6f\ncopy_hidden=%.6f\nh2d_hidden=%.6f\nkernel_copy_overlap_ms=%.6f\nhost_blocked=%.6f\n",
            f.gpu_busy, f.copy_hidden, f.h2d_hidden, f.kernel_copy_overlap_ms, f.host_blocked);
     printf("prep_under_gpu=%.6f\nlargest_gap_ms=%.6f\ndropped=%lld\n", f.prep_under_gpu, f.largest_gap_ms, t.dropped);
+    // NCCL's kernels, and the share of their time with a kernel of the same process that is not NCCL's (lesson 12)
+    printf("comm_kernels=%d\ncomm_ms=%.6f\ncomm_hidden=%.6f\n", f.comm_kernels, f.comm_ms, f.comm_hidden);
+    for (int p = 0; p < t.nprocesses && t.nprocesses > 1; p++) {
+        double ms = 0, hidden = tl_comm_hidden(&t, p, start, end, &ms);
+        printf("comm_ms[%s]=%.6f\ncomm_hidden[%s]=%.6f\n", t.processes[p], ms, t.processes[p], hidden);
+    }
     // how many times each kernel ran in the window, by name
     for (int i = 0; i < t.nevents; i++) {
         const tl_event *e = &t.events[i];
