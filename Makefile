@@ -55,7 +55,7 @@ LDLIBS += -Xcompiler -fsanitize=$(SAN)
 endif
 
 LESSONS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
-COMMON_C := $(wildcard common/*.c)
+COMMON_C := $(filter-out common/dist.c,$(wildcard common/*.c))  # dist.c needs NCCL: built below
 COMMON_CU := $(wildcard common/*.cu)
 COMMON_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_C)) \
               $(patsubst common/%.cu,$(BUILD)/common/%.cu.o,$(COMMON_CU))
@@ -63,6 +63,34 @@ COMMON_LIB := $(BUILD)/libcourse.a
 SOLUTION_BINS := $(addprefix $(BUILD)/solutions/,$(LESSONS))
 LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSONS))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
+
+# NCCL, for the lessons that train on several GPUs (12, 13): nccl.h and libnccl under
+# NCCL_HOME when it is set (e.g. the nvidia-nccl-cu13 wheel's nvidia/nccl folder), else
+# in the CUDA toolkit, else in the system's folders (NVIDIA's libnccl2 and libnccl-dev
+# packages). Where it is missing those lessons are not built, `make` says so on its
+# first line, and their tests skip with the reason `make -s nccl-status` prints.
+NCCL_LESSONS := $(filter 12_% 13_%,$(LESSONS))
+NCCL_INC_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/include,$(CUDA_HOME)/include /usr/include)
+NCCL_LIB_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/lib $(NCCL_HOME)/lib64,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib \
+                   /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib)
+NCCL_H := $(firstword $(wildcard $(addsuffix /nccl.h,$(NCCL_INC_DIRS))))
+# the wheel ships libnccl.so.2 alone, without the libnccl.so link that -lnccl needs
+NCCL_SO := $(firstword $(wildcard $(addsuffix /libnccl.so,$(NCCL_LIB_DIRS)) $(addsuffix /libnccl.so.2,$(NCCL_LIB_DIRS))))
+ifneq ($(and $(NCCL_H),$(NCCL_SO)),)
+NCCL_VERSION := $(shell awk '/^\#define NCCL_(MAJOR|MINOR|PATCH) /{v = v (v == "" ? "" : ".") $$3} END {print v}' $(NCCL_H))
+NCCL_LIB_DIR := $(patsubst %/,%,$(dir $(NCCL_SO)))
+NCCL_CFLAGS := $(addprefix -I,$(filter-out /usr/include $(CUDA_HOME)/include,$(patsubst %/,%,$(dir $(NCCL_H)))))
+NCCL_LDLIBS := -L$(NCCL_LIB_DIR) -Xlinker -rpath=$(NCCL_LIB_DIR) \
+               $(if $(filter %.so,$(NCCL_SO)),-lnccl,-Xlinker -l:libnccl.so.2)
+NCCL_STATUS := NCCL $(NCCL_VERSION) ($(NCCL_SO)): $(NCCL_LESSONS) built
+else
+NCCL_MISSING := $(NCCL_LESSONS)
+NCCL_STATUS := NCCL not found ($(if $(NCCL_H),no libnccl.so,no nccl.h) in $(if $(NCCL_HOME),NCCL_HOME=$(NCCL_HOME),$(CUDA_HOME) or /usr); \
+               set NCCL_HOME): $(NCCL_LESSONS) not built
+SOLUTION_BINS := $(filter-out $(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)),$(SOLUTION_BINS))
+LESSON_BINS := $(filter-out $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)),$(LESSON_BINS))
+endif
+DIST_OBJ := $(BUILD)/common/dist.o
 
 .PHONY: all solutions lesson-bins tools lessons demo test setup bench timelines check next grade dev-check clean arch
 .DEFAULT_GOAL := all
@@ -73,7 +101,11 @@ lesson-bins: $(LESSON_BINS)
 tools: $(TOOLS)
 
 arch:
-	@echo "make: building for compute capability $(ARCH) ($(ARCH_WHY))"
+	@echo "make: building for compute capability $(ARCH) ($(ARCH_WHY)); $(NCCL_STATUS)"
+
+.PHONY: nccl-status
+nccl-status:
+	@echo "$(NCCL_STATUS)"
 
 $(BUILD)/common/%.o: common/%.c common/*.h
 	@mkdir -p $(@D)
@@ -99,6 +131,27 @@ $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $(COMMON_LIB) 
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS) -o $@
 
+# The NCCL lessons also link common/dist.c (the bootstrap: ranks, rendezvous, communicator) and NCCL.
+ifeq ($(NCCL_MISSING),)
+$(DIST_OBJ): common/dist.c common/*.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(NCCL_CFLAGS) -c $< -o $@
+
+$(addprefix $(BUILD)/solutions/,$(NCCL_LESSONS)): $(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) \
+        $(DIST_OBJ) $(COMMON_LIB) common/*.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS) -o $@
+
+$(addprefix $(BUILD)/lessons/,$(NCCL_LESSONS)): $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) \
+        $(DIST_OBJ) $(COMMON_LIB) common/*.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) \
+	    $(NCCL_LDLIBS) -o $@
+else
+$(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)) $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)):
+	@echo "make: $(@F) needs NCCL: $(NCCL_STATUS)" >&2; exit 1
+endif
+
 # Host-only tools (trace analysis, JSON check, grading): plain C11, no GPU needed.
 $(BUILD)/tools/%: tools/%.c $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D)
@@ -123,19 +176,29 @@ bench: all
 timelines: all
 	@tools/timelines
 
-# For students and instructors (README): check one lesson, find the next, grade.
-check: all
+# For students and instructors (README): check one lesson, find the next, grade one
+# student or a class. The grader builds what it needs (each lesson on its own, so one
+# that does not build fails alone) and exits non-zero unless every lesson was graded
+# and passed: without a GPU the lessons are "not graded".
+check:
 	@test -n "$(LESSON)" || { echo "make check: say which lesson, e.g. make check LESSON=07" >&2; exit 2; }
-	@tools/grade --lesson $(LESSON)
+	@tools/grade --build $(BUILD) --lesson $(LESSON)
 
-next: all
-	@tools/grade --next
+next:
+	@tools/grade --build $(BUILD) --next
 
 grade:
-	@tools/grade $(if $(STUDENT),--student $(STUDENT))
+	@tools/grade --build $(BUILD) $(if $(STUDENT),--student $(STUDENT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)")
 
-dev-check: all
-	@tools/dev-check
+# CLASS=DIR: one folder per student; TIME_LIMIT: per student (default 15m); GRADE_LESSONS="05 06"
+.PHONY: grade-class
+grade-class:
+	@test -n "$(CLASS)" || { echo "make grade-class: say which folder holds the students' copies, e.g. make grade-class CLASS=~/class" >&2; exit 2; }
+	@tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
+
+# Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN.
+dev-check:
+	@tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(PARTS)
 
 clean:
 	rm -rf $(BUILD)

@@ -24,8 +24,13 @@ void gpu_open(const char *prog, device_info *info)
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err != cudaSuccess) no_gpu(prog, "cudaGetDeviceCount failed", err);
     if (count == 0) no_gpu(prog, "no CUDA device found", cudaErrorNoDevice);
-    err = cudaSetDevice(0);
-    if (err != cudaSuccess) no_gpu(prog, "cudaSetDevice(0) failed", err);
+    // the device the program chose with cudaSetDevice before this call (lesson 12: its
+    // rank's, LOCAL_RANK), else device 0
+    int dev = 0;
+    err = cudaGetDevice(&dev);
+    if (err != cudaSuccess) no_gpu(prog, "cudaGetDevice failed", err);
+    err = cudaSetDevice(dev);
+    if (err != cudaSuccess) no_gpu(prog, "cudaSetDevice failed", err);
 
     probe_build_kernel<<<1, 1>>>();
     err = cudaGetLastError();
@@ -34,14 +39,14 @@ void gpu_open(const char *prog, device_info *info)
 
     memset(info, 0, sizeof *info);
     cudaDeviceProp prop;
-    CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
     snprintf(info->name, sizeof info->name, "%s", prop.name);
     info->mig = strstr(prop.name, "MIG") != NULL;
-    CUDA_CHECK(cudaDeviceGetAttribute(&info->cc_major, cudaDevAttrComputeCapabilityMajor, 0));
-    CUDA_CHECK(cudaDeviceGetAttribute(&info->cc_minor, cudaDevAttrComputeCapabilityMinor, 0));
-    CUDA_CHECK(cudaDeviceGetAttribute(&info->sms, cudaDevAttrMultiProcessorCount, 0));
-    CUDA_CHECK(cudaDeviceGetAttribute(&info->copy_engines, cudaDevAttrAsyncEngineCount, 0));
-    CUDA_CHECK(cudaDeviceGetAttribute(&info->concurrent_kernels, cudaDevAttrConcurrentKernels, 0));
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->cc_major, cudaDevAttrComputeCapabilityMajor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->cc_minor, cudaDevAttrComputeCapabilityMinor, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->copy_engines, cudaDevAttrAsyncEngineCount, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&info->concurrent_kernels, cudaDevAttrConcurrentKernels, dev));
     CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&info->priority_least, &info->priority_greatest));
     CUDA_CHECK(cudaDriverGetVersion(&info->driver_version));
     CUDA_CHECK(cudaRuntimeGetVersion(&info->runtime_version));

@@ -23,7 +23,8 @@ typedef struct {
     size_t mem_total, mem_free;
 } device_info;
 
-// Selects GPU 0 and fills `info`. When there is no usable GPU (no driver, no
+// Opens the GPU the program selected (cudaSetDevice before this call: lesson 12's
+// ranks each take their own; device 0 otherwise) and fills `info`. When there is no usable GPU (no driver, no
 // device, or this build has no code for the device) prints
 // "prog: no usable GPU: <why>" on stderr and exits with EXIT_NO_GPU.
 void gpu_open(const char *prog, device_info *info);

@@ -40,11 +40,15 @@ typedef struct {  // the verdict over every run
     long runs, bad_runs;
     int once, match, identical;
     uint64_t first_losses, first_weights;
-    char first_problem[200];
+    char first_problem[400];
     double *lesson_losses;  // the first checked run's losses, for --check-cpu
 } verdict;
 
-static FILE *human(const trainer *t) { return t->opt.json ? stderr : stdout; }
+static FILE *report_to;  // harness_report_to: where the report goes instead
+
+static FILE *human(const trainer *t) { return report_to ? report_to : t->opt.json ? stderr : stdout; }
+
+void harness_report_to(FILE *out) { report_to = out; }
 
 static uint64_t loss_checksum(const double *losses, int n)
 {
@@ -126,9 +130,9 @@ static void reference_run(trainer *t, reference *ref)
 // ----------------------------------------------------------------------------
 // 3. one run of a loop, 4. its checks
 
-// One run from the initial weights, with poisoned loss buffers so that a loss
-// read before its copy lands cannot pass. Returns the loop's answer.
-static int run_once(trainer *t, const train_variant *v, const char *phase_name, run_sample *out)
+// Clears the counters, puts the initial weights back and poisons the loss buffers,
+// so that a loss read before its copy lands cannot pass.
+static void start_run(trainer *t)
 {
     run_counters *c = &t->run;
     int n = t->opt.batches;
@@ -141,6 +145,14 @@ static int run_once(trainer *t, const train_variant *v, const char *phase_name, 
     CUDA_CHECK(cudaMemsetAsync(t->d_loss, 0xFF, sizeof(float) * (size_t)t->loss_slots, t->compute_stream));
     memset(t->h_loss, 0xFF, sizeof(float) * (size_t)t->loss_slots);
     CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// One run from the initial weights (start_run). Returns the loop's answer.
+static int run_once(trainer *t, const train_variant *v, const char *phase_name, run_sample *out)
+{
+    run_counters *c = &t->run;
+    int n = t->opt.batches;
+    start_run(t);
 
     trace_range phase = trace_begin(TL_RANGE_PHASE, phase_name, -1);
     t->delays_on = 1;
@@ -391,7 +403,37 @@ static int timed_runs(trainer *t, variant_result *r, int nr, const reference *re
     return 1;
 }
 
+// The lesson's own reference (harness_extras.reference), run once, with no test
+// delay. A reference that fails or loses a loss is the course's error: the program stops.
+static void own_reference_run(trainer *t, reference *ref, const train_variant *own)
+{
+    int n = t->opt.batches;
+    ref->losses = (double *)host_alloc(sizeof(double) * (size_t)n, "the reference losses");
+    start_run(t);
+    trace_range phase = trace_begin(TL_RANGE_PHASE, "reference", -1);
+    int rc = own->loop(t, own->ctx);
+    trace_end(&phase);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    for (int i = 0; i < n && rc == 0; i++)
+        if (t->run.taken[i] != 1) {
+            snprintf(t->error, sizeof t->error, "batch %d: the reference took its loss %d times", i, t->run.taken[i]);
+            rc = -1;
+        }
+    if (rc != 0) {
+        fprintf(stderr, "%s: the reference run failed: %s\n", t->prog, t->error[0] ? t->error : "its loop failed");
+        exit(EXIT_FAILURE);
+    }
+    memcpy(ref->losses, t->run.losses, sizeof(double) * (size_t)n);
+    ref->loss_sum = loss_checksum(ref->losses, n);
+    ref->weights_sum = mlp_weights_checksum(&t->model, t->compute_stream);
+}
+
 int harness_run(trainer *t, const train_variant *variants, int nvariants)
+{
+    return harness_run_with(t, variants, nvariants, NULL);
+}
+
+int harness_run_with(trainer *t, const train_variant *variants, int nvariants, harness_extras *x)
 {
     if (nvariants < 1 || nvariants > HARNESS_MAX_VARIANTS) {
         fprintf(stderr, "%s: harness_run takes 1 to %d variants, not %d\n", t->prog, HARNESS_MAX_VARIANTS, nvariants);
@@ -400,7 +442,10 @@ int harness_run(trainer *t, const train_variant *variants, int nvariants)
     print_header(t);
     stage_times st = profile_stages(t);
     reference ref;
-    reference_run(t, &ref);
+    if (x && x->reference)
+        own_reference_run(t, &ref, x->reference);
+    else
+        reference_run(t, &ref);
 
     int twice = t->opt.trace_overhead && trace_on(), nr = nvariants * (twice ? 2 : 1);
     variant_result r[MAX_SLOTS];
@@ -418,6 +463,10 @@ int harness_run(trainer *t, const train_variant *variants, int nvariants)
     int ok = timed_runs(t, r, nr, &ref, &vd);
     if (ok) {
         for (int k = 0; k < nr; k++) summarise(t, &r[k], &st);
+        if (x) {
+            for (int k = 0; k < nvariants; k++) x->step_ms[k] = r[k].step.median;
+            x->gpu_ms = st.gpu_ms;
+        }
         print_results(t, &st, r, nr, &vd);
         double cpu_rel = t->opt.check_cpu ? cpu_check(t, vd.lesson_losses) : -1;
         ok = vd.once && vd.match && vd.identical && (!t->opt.check_cpu || cpu_rel <= CPU_CHECK_TOLERANCE);

@@ -16,6 +16,8 @@
 #ifndef COMMON_HARNESS_H
 #define COMMON_HARNESS_H
 
+#include <stdio.h>
+
 #include "trainer.h"
 
 #ifdef __cplusplus
@@ -42,6 +44,27 @@ int harness_run(trainer *t, const train_variant *variants, int nvariants);
 
 // Shorthand for a lesson with one loop.
 int harness_run_loop(trainer *t, train_loop_fn loop, void *ctx);
+
+// What a lesson may add to harness_run (lesson 12), and what it may read back.
+typedef struct {
+    // The run every run must match, instead of the harness's own (one GPU, the host
+    // waiting for every batch): a loop the harness runs once in its place, with no
+    // test delay. Lesson 12's ranks each train on a shard of the batch and average
+    // their gradients: their reference is that, with the host waiting for every batch.
+    const train_variant *reference;
+    // Filled by harness_run_with: each variant's median step (ms per batch, in the
+    // order given), and the GPU step alone (the profile's).
+    double step_ms[HARNESS_MAX_VARIANTS];
+    double gpu_ms;
+} harness_extras;
+
+// harness_run, with extras (NULL: none).
+int harness_run_with(trainer *t, const train_variant *variants, int nvariants, harness_extras *x);
+
+// From now on the human-readable report (the harness's and the trace's) goes to `out`
+// instead of stdout (stderr with --json). Lesson 12's ranks other than 0 send it to
+// /dev/null: rank 0 reports for every rank.
+void harness_report_to(FILE *out);
 
 // Prints the trace report and the verdict, ends the JSON, frees the trainer;
 // returns the exit code (0 when ok).
