@@ -80,8 +80,9 @@ ifneq ($(and $(NCCL_H),$(NCCL_SO)),)
 NCCL_VERSION := $(shell awk '/^\#define NCCL_(MAJOR|MINOR|PATCH) /{v = v (v == "" ? "" : ".") $$3} END {print v}' $(NCCL_H))
 NCCL_LIB_DIR := $(patsubst %/,%,$(dir $(NCCL_SO)))
 NCCL_CFLAGS := $(addprefix -I,$(filter-out /usr/include $(CUDA_HOME)/include,$(patsubst %/,%,$(dir $(NCCL_H)))))
-NCCL_LDLIBS := -L$(NCCL_LIB_DIR) -Xlinker -rpath=$(NCCL_LIB_DIR) \
-               $(if $(filter %.so,$(NCCL_SO)),-lnccl,-Xlinker -l:libnccl.so.2)
+# the library by its path: a -L of a system folder would lead nvcc's device linker to
+# the static libraries there (seen: "nvlink fatal: elfLink internal error" on libpthread.a)
+NCCL_LDLIBS := $(NCCL_SO) $(if $(filter /usr/lib%,$(NCCL_LIB_DIR)),,-Xlinker -rpath=$(NCCL_LIB_DIR))
 NCCL_STATUS := NCCL $(NCCL_VERSION) ($(NCCL_SO)): $(NCCL_LESSONS) built
 else
 NCCL_MISSING := $(NCCL_LESSONS)

@@ -72,7 +72,7 @@ static double elapsed_ms(cudaEvent_t a, cudaEvent_t b)
 }
 
 // Each stage alone, batch after batch, nothing overlapped: what the bound is made of.
-static stage_times profile_stages(trainer *t)
+static stage_times profile_stages(trainer *t, const harness_extras *x)
 {
     int n = t->opt.batches < PROFILE_BATCHES ? t->opt.batches : PROFILE_BATCHES;
     double prep[PROFILE_BATCHES], h2d[PROFILE_BATCHES], gpu[PROFILE_BATCHES];
@@ -90,7 +90,10 @@ static stage_times profile_stages(trainer *t)
         CUDA_CHECK(cudaEventRecord(b, t->copy_stream));
         double copy = elapsed_ms(a, b);
         CUDA_CHECK(cudaEventRecord(a, t->compute_stream));
-        trainer_step(t, batch, t->d_batch[0], t->compute_stream);
+        if (x && x->profile_step)
+            x->profile_step(t, t->compute_stream, x->profile_ctx);
+        else
+            trainer_step(t, batch, t->d_batch[0], t->compute_stream);
         CUDA_CHECK(cudaEventRecord(b, t->compute_stream));
         double step = elapsed_ms(a, b);
         if (i >= 0) {
@@ -440,7 +443,7 @@ int harness_run_with(trainer *t, const train_variant *variants, int nvariants, h
         exit(EXIT_FAILURE);
     }
     print_header(t);
-    stage_times st = profile_stages(t);
+    stage_times st = profile_stages(t, x);
     reference ref;
     if (x && x->reference)
         own_reference_run(t, &ref, x->reference);

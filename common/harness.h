@@ -52,6 +52,13 @@ typedef struct {
     // test delay. Lesson 12's ranks each train on a shard of the batch and average
     // their gradients: their reference is that, with the host waiting for every batch.
     const train_variant *reference;
+    // The GPU's work of one step as the lesson's own loop issues it, timed alone for
+    // the bound (lesson 11: a graph launch runs its kernels back to back, where a
+    // step issued call by call leaves the GPU idle between kernels whenever the host
+    // issues more slowly than the GPU runs). It issues batch 0's step, its copy
+    // included, on `stream` and returns. NULL: the harness's own step.
+    void (*profile_step)(trainer *t, cudaStream_t stream, void *ctx);
+    void *profile_ctx;
     // Filled by harness_run_with: each variant's median step (ms per batch, in the
     // order given), and the GPU step alone (the profile's).
     double step_ms[HARNESS_MAX_VARIANTS];

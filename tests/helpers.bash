@@ -110,7 +110,7 @@ sanitize() {
 
 # json_get FILE KEY: the value of a top-level key of a JSON file (empty when absent).
 json_get() {
-    jq -r --arg k "$2" '.[$k] // empty | tostring' "$1"
+    jq -r --arg k "$2" 'if has($k) then .[$k] | tostring else empty end' "$1"  # not //: it drops false
 }
 
 # kv_get FILE KEY: the value of a key=value line (tracestat's output).
