@@ -400,7 +400,12 @@ double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint
     return overlap_of(t, what, a, what, b, start, end, NULL) / 1e6;
 }
 
-int tl_comm_kernel(const char *name) { return strncmp(name, "nccl", 4) == 0 || strcmp(name, "oneRankReduce") == 0; }
+// NCCL's kernels: "ncclDevKernel_...", and with one rank its copy kernel, whose name
+// CUPTI gives as "oneRankReduce" or, file-static, "__nv_static_..._onerank_cu_...".
+int tl_comm_kernel(const char *name)
+{
+    return strncmp(name, "nccl", 4) == 0 || strstr(name, "oneRankReduce") || strstr(name, "onerank_cu");
+}
 
 double tl_comm_hidden(const timeline *t, int process, uint64_t start, uint64_t end, double *comm_ms)
 {
@@ -413,6 +418,16 @@ double tl_comm_hidden(const timeline *t, int process, uint64_t start, uint64_t e
     }
     if (comm_ms) *comm_ms = comm / 1e6;
     return comm ? (double)hidden / comm : 0;
+}
+
+double tl_compute_busy(const timeline *t, int process, uint64_t start, uint64_t end)
+{
+    if (end <= start) return 0;
+    span *s;
+    int n = union_of(t, COMPUTE, process >= 0 ? -2 - process : -1, start, end, &s);
+    uint64_t busy = total(s, n);
+    free(s);
+    return (double)busy / (double)(end - start);
 }
 
 int tl_library_kernel(const char *name)

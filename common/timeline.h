@@ -139,6 +139,11 @@ int tl_comm_kernel(const char *name);
 // ran too; *comm_ms (if not NULL) gets that NCCL time.
 double tl_comm_hidden(const timeline *t, int process, uint64_t start, uint64_t end, double *comm_ms);
 
+// The share of the window during which a kernel of `process` (-1: of any) that is not NCCL's
+// ran: 1 minus it is what a pipeline stage's GPU spent idle or waiting in NCCL, its bubble
+// (lesson 13).
+double tl_compute_busy(const timeline *t, int process, uint64_t start, uint64_t end);
+
 // Time both tracks had work running at once, in milliseconds: any kernel or copy,
 // or with kernels_only, kernels alone.
 double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint64_t end, int kernels_only);

@@ -16,8 +16,10 @@
 // host range named PHASE, or the whole trace): counts of kernels and copies,
 // GPU busy fraction, copy time hidden under kernels, host blocked, host prep
 // under GPU work, the largest GPU idle gap, NCCL's kernel time and the share of it
-// hidden under other kernels (comm_hidden; per process too when there are several),
-// and the overlap of every pair of stream tracks. The tests and `make timelines` use it.
+// hidden under other kernels (comm_hidden; per process too when there are several), the
+// share of the window with a kernel other than NCCL's running (compute_busy, per process
+// too: 1 minus it is a pipeline stage's bubble), and the overlap of every pair of stream
+// tracks. The tests and `make timelines` use it.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,7 @@
 #include "common/args.h"        // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error
 #include "common/exit_codes.h"  // defines: EXIT_FAILURE
 #include "common/timeline.h"    // defines: timeline, tl_read_json, tl_write_json, tl_analyse, tl_comm_hidden,
-                                //          tl_find_track_in, tl_render_text, tl_render_svg
+                                //          tl_compute_busy, tl_find_track_in, tl_render_text, tl_render_svg
 
 // Checks what tl_write_json promises, on the events in file order.
 static int check(const timeline *t)
@@ -217,6 +219,11 @@ int main(int argc, char **argv)
         double ms = 0, hidden = tl_comm_hidden(&t, p, start, end, &ms);
         printf("comm_ms[%s]=%.6f\ncomm_hidden[%s]=%.6f\n", t.processes[p], ms, t.processes[p], hidden);
     }
+    // the share of the window a kernel other than NCCL's ran, per process: 1 minus it is a
+    // pipeline stage's bubble (lesson 13)
+    printf("compute_busy=%.6f\n", tl_compute_busy(&t, -1, start, end));
+    for (int p = 0; p < t.nprocesses && t.nprocesses > 1; p++)
+        printf("compute_busy[%s]=%.6f\n", t.processes[p], tl_compute_busy(&t, p, start, end));
     // how many times each kernel ran in the window, by name
     for (int i = 0; i < t.nevents; i++) {
         const tl_event *e = &t.events[i];

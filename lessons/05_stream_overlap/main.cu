@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 2000874486): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 3599648076): fill in every TODO.
 // 05_stream_overlap: copies and kernels overlapped across CUDA streams, measured fairly.
 //
 // build: make build/solutions/05_stream_overlap
@@ -34,6 +34,7 @@ int main(int argc, char **argv)
     report r = {.out = o.json ? stderr : stdout, .json = o.json};  // with --json, stdout holds the JSON alone
     if (r.json) json_begin(&r.js, stdout);
     part1_device(&dev, &o, &r);
+    report_int(&r, "size_mib", o.size_mib);
     int ok = 1;
     workload w = {.n = 0};
     if (needs_data(&o)) workload_create(&w, &o);

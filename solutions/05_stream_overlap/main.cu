@@ -33,6 +33,7 @@ int main(int argc, char **argv)
     report r = {.out = o.json ? stderr : stdout, .json = o.json};  // with --json, stdout holds the JSON alone
     if (r.json) json_begin(&r.js, stdout);
     part1_device(&dev, &o, &r);
+    report_int(&r, "size_mib", o.size_mib);
     int ok = 1;
     workload w = {.n = 0};
     if (needs_data(&o)) workload_create(&w, &o);
