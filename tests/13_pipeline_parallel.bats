@@ -1,0 +1,452 @@
+#!/usr/bin/env bats
+# Lesson 13: pipeline parallelism, the layers cut into stages (one rank and one GPU each),
+# every batch into micro-batches, GPipe and 1F1B. Built only where make finds NCCL
+# (`make -s nccl-status` says why not); its checks skip with that reason. The one-stage
+# checks run on any GPU; the two-stage ones (tools/launch -n 2) need two GPUs and skip
+# with the count otherwise. The schedules themselves are checked on paper, no GPU needed.
+# Scored checks (ex:) run the student's loop under the test delays where a missing wait
+# is what they look for: it then diverges every time.
+
+load helpers
+
+P=13_pipeline_parallel
+LAUNCH=$ROOT/tools/launch
+TOOLS=$(dirname "$REF_BIN")/tools  # the tools of the build under test (make BUILD=...)
+# SMALL's model has 4 weight layers (64-256-256-256-8) and 64 samples per batch: two stages
+# of two layers each, micro-batches of 64 / M samples
+SMALL13="$SMALL --micro-batches 4"
+
+# GPUs this process may use (CUDA_VISIBLE_DEVICES when set, else nvidia-smi's list)
+count_gpus() {
+    if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
+        tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c . || true
+    else
+        { nvidia-smi -L 2>/dev/null || true; } | grep -c '^GPU' || true
+    fi
+}
+
+setup_file() {
+    if [ -x "$BIN/$P" ]; then
+        HAVE_NCCL=1 NCCL_WHY=""
+    else
+        HAVE_NCCL=0
+        NCCL_WHY="$(make -s -C "$ROOT" nccl-status 2>/dev/null | head -n 1)"
+        [[ "$NCCL_WHY" == "NCCL not found"* ]] || NCCL_WHY="$BIN/$P is not built (run make)"
+    fi
+    export HAVE_NCCL NCCL_WHY
+    detect_gpu
+    GPUS=$(count_gpus)
+    export GPUS
+}
+
+need_nccl() {
+    [ "$HAVE_NCCL" = 1 ] || skip "$NCCL_WHY"
+}
+
+need_gpu13() {
+    need_nccl
+    need_gpu
+}
+
+need_two_gpus() {
+    need_gpu13
+    [ "${GPUS:-0}" -ge 2 ] || skip "two stages need two GPUs; ${GPUS:-0} visible"
+}
+
+# run_json2 NAME ARGS...: two stages of $BIN/$P under tools/launch with --json; rank 0's JSON
+# (it carries every stage's figures) into $BATS_TEST_TMPDIR/NAME.json, every rank's stderr
+# into NAME.txt.
+run_json2() {
+    local name=$1
+    shift
+    run --separate-stderr "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$LAUNCH" -n 2 "$BIN/$P" "$@" --json
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/$name.json"
+    printf '%s\n' "$stderr" >"$BATS_TEST_TMPDIR/$name.txt"
+    if [ "$status" -ne 0 ]; then
+        echo "two stages of $P $* said:"
+        grep -E "never|poisoned|diverge|differ|NOT|: NO|FAILED|failed|wrong|abort|timed out|exercise" <<<"$stderr" |
+            head -n 6 | sed 's/^ */  /'
+    fi
+    jq -e . "$BATS_TEST_TMPDIR/$name.json" >/dev/null || fail "$name: rank 0's --json output is not valid JSON"
+}
+
+# one_stage NAME ARGS...: the course's own solution as one stage (the reference of every
+# stage count), with --json into $BATS_TEST_TMPDIR/NAME.json.
+one_stage() {
+    local name=$1
+    shift
+    run --separate-stderr ref "$P" "$@" --json
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/$name.json"
+    [ "$status" -eq 0 ] || fail "the course's own one-stage run ($*) failed: $(tail -n 3 <<<"$stderr")"
+}
+
+# most_alive: for each line "stage S: F0 F1 B0 ...", the most micro-batches whose forward has
+# been issued and whose backward has not, at any point: what the stage must hold at once.
+most_alive() {
+    awk '/^stage [0-9]+:/ { alive = 0; most = 0
+        for (i = 3; i <= NF; i++) { alive += substr($i, 1, 1) == "F" ? 1 : -1; if (alive > most) most = alive }
+        printf "%s%d", (n++ ? "," : ""), most } END { print "" }'
+}
+
+# ----------------------------------------------------------------------------
+# no GPU needed
+
+@test "13 builds, and --help lists its options" {
+    need_nccl
+    run prog "$P" --help
+    assert_success
+    for option in --stages --micro-batches --schedule --show-schedule --rendezvous --timeout-s --fail-rank \
+        --fail-at-batch --delay-on --trace --json; do
+        assert_output --partial -- "$option"
+    done
+}
+
+@test "13 refuses bad values with exit code 2 and one line naming the option" {
+    need_nccl
+    check_training_options "$P"
+    check_rejects "$P" stages abc 0 -1 10 1.5
+    check_rejects "$P" micro-batches abc 0 -1 65537 1.5
+    check_rejects "$P" schedule abc 1 both 1F1B
+    check_rejects "$P" timeout-s abc 0 3601
+    check_rejects "$P" fail-rank abc -1 65536
+    check_rejects "$P" fail-at-batch abc -1
+    check_rejects "$P" rendezvous /nonexistent-folder
+}
+
+@test "13 refuses more stages than ranks or layers, micro-batches that do not divide the batch, an impossible fault, with one line" {
+    need_nccl
+    # each: the environment, the arguments; exit code 2 and one line on stderr
+    check() {
+        run --separate-stderr env "$@"
+        [ "$status" -eq 2 ] || fail "$*: exit code $status, expected 2: $stderr"
+        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "$*: expected one line on stderr, got: $stderr"
+    }
+    d=$BATS_TEST_TMPDIR
+    check X=1 "$BIN/$P" $SMALL --stages 2  # one rank: one stage
+    [[ "$stderr" == *"--stages 2"*"1 rank"* ]] || fail "two stages on one rank: $stderr"
+    check RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --stages 1
+    [[ "$stderr" == "$P rank 0: --stages 1"* ]] || fail "one stage on two ranks: $stderr"
+    check RANK=1 WORLD_SIZE=3 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --layers 1  # 3 stages, 2 layers
+    [[ "$stderr" == *"--stages 3"*"2 weight layers"* ]] || fail "more stages than layers: $stderr"
+    check X=1 "$BIN/$P" $SMALL --layers 1 --stages 3 --show-schedule
+    check X=1 "$BIN/$P" $SMALL --micro-batches 3
+    [[ "$stderr" == *"--batch 64"*"--micro-batches 3"* ]] || fail "uneven micro-batches: $stderr"
+    check X=1 "$BIN/$P" $SMALL --micro-batches 128
+    check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fail-rank 2 --fail-at-batch 3
+    [[ "$stderr" == *"--fail-rank 2"* ]] || fail "fail-rank: $stderr"
+    check X=1 "$BIN/$P" $SMALL --fail-rank 0
+    check X=1 "$BIN/$P" $SMALL --fail-rank 0 --fail-at-batch 40
+    check RANK=0 WORLD_SIZE=2 "$BIN/$P" $SMALL
+    [[ "$stderr" == *"rendezvous"* ]] || fail "no folder: $stderr"
+    # nothing left behind in the folder by a refused start
+    [ -z "$(ls -A "$d" | grep -E '^(failed|nccl-id)\.')" ] || fail "files left in the folder: $(ls -A "$d")"
+}
+
+@test "13 without a GPU says so and exits with code 3, on one rank or two" {
+    need_nccl
+    check_no_gpu_exit "$P" $SMALL
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 "$BIN/$P" $SMALL
+    assert_equal "$status" 3
+    assert_equal "$(grep -c "no usable GPU" <<<"$stderr")" 2
+}
+
+# bats test_tags=ex:13-one-f-one-b
+@test "13 the schedules on paper: 1F1B is Megatron-LM's (p - s - 1 warm-up forwards), holding p - s micro-batches; GPipe holds M" {
+    need_nccl
+    run prog "$P" --show-schedule --stages 4 --micro-batches 8
+    assert_success
+    assert_line "stage 0: F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7"
+    assert_line "stage 1: F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7"
+    assert_line "stage 2: F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7"
+    assert_line "stage 3: F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7"
+    assert_equal "$(most_alive <<<"$output")" "4,3,2,1"
+    # fewer micro-batches than stages: the warm-up stops at M
+    run prog "$P" --show-schedule --stages 4 --micro-batches 2
+    assert_success
+    assert_line "stage 0: F0 F1 B0 B1"
+    assert_line "stage 3: F0 B0 F1 B1"
+    # one stage: forward and backward in turn, one micro-batch held
+    run prog "$P" --show-schedule --stages 1 --micro-batches 4
+    assert_success
+    assert_line "stage 0: F0 B0 F1 B1 F2 B2 F3 B3"
+    for pm in "2 8" "3 4" "4 16" "4 4"; do
+        read -r p m <<<"$pm"
+        run prog "$P" --show-schedule --stages "$p" --micro-batches "$m" --layers 3
+        assert_success
+        want=$(for ((s = 0; s < p; s++)); do printf '%s%d' "$([ "$s" -gt 0 ] && echo ,)" $((p - s < m ? p - s : m)); done)
+        assert_equal "$(most_alive <<<"$output")" "$want"
+        run prog "$P" --show-schedule --stages "$p" --micro-batches "$m" --layers 3 --schedule gpipe
+        assert_success
+        assert_equal "$(most_alive <<<"$output")" "$(for ((s = 0; s < p; s++)); do printf '%s%d' "$([ "$s" -gt 0 ] && echo ,)" "$m"; done)"
+    done
+}
+
+@test "13 tracestat: compute_busy leaves NCCL's kernels out (a stage's bubble), per process in a merged trace" {
+    # two hand-made stage traces; stage 1's clock starts 100 us after stage 0's
+    for r in 0 1; do
+        if [ "$r" = 0 ]; then a=100 ad=300 b=500 bd=100 base=1000000000000; else a=0 ad=200 b=600 bd=200 base=1000000100000; fi
+        cat >"$BATS_TEST_TMPDIR/r$r.json" <<EOF
+{"traceEvents":[
+{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"$P rank $r"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"main","kind":"main"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"compute","kind":"stream"}},
+{"name":"thread_name","ph":"M","pid":1,"tid":3,"args":{"name":"fwd","kind":"stream"}},
+{"name":"run","cat":"phase","ph":"X","ts":0.000,"dur":1000.000,"pid":1,"tid":1,"args":{"batch":-1,"bytes":0,"pageable":0}},
+{"name":"sgemm","cat":"kernel","ph":"X","ts":$a.000,"dur":$ad.000,"pid":1,"tid":2,"args":{"batch":-1,"bytes":0,"pageable":0}},
+{"name":"ncclDevKernel_SendRecv","cat":"kernel","ph":"X","ts":350.000,"dur":350.000,"pid":1,"tid":3,"args":{"batch":-1,"bytes":0,"pageable":0}},
+{"name":"bias_act_kernel","cat":"kernel","ph":"X","ts":$b.000,"dur":$bd.000,"pid":1,"tid":2,"args":{"batch":-1,"bytes":0,"pageable":0}}
+],"displayTimeUnit":"ms","otherData":{"program":"$P rank $r","dropped":0,"base_ns":$base}}
+EOF
+    done
+    # stage 0: 300 + 100 us of its own kernels in a 1000 us window; the NCCL kernel does not count
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/r0.json" --window run >"$BATS_TEST_TMPDIR/s0.txt"
+    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/s0.txt" compute_busy)" 0.400000
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/r1.json" --window run >"$BATS_TEST_TMPDIR/s1.txt"
+    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/s1.txt" compute_busy)" 0.400000
+    m=$BATS_TEST_TMPDIR/m.json
+    run "$TOOLS/tracestat" --merge "$m" "$BATS_TEST_TMPDIR/r0.json" "$BATS_TEST_TMPDIR/r1.json"
+    assert_success
+    # the merged window is stage 1's run (the later one): 100 to 1100 us on stage 0's clock
+    "$TOOLS/tracestat" "$m" --window run >"$BATS_TEST_TMPDIR/s.txt"
+    s=$BATS_TEST_TMPDIR/s.txt
+    assert_equal "$(kv_get "$s" "compute_busy\\[$P rank 0\\]")" 0.400000  # 100-400 and 500-600: all inside
+    assert_equal "$(kv_get "$s" "compute_busy\\[$P rank 1\\]")" 0.400000  # 100-300 and 700-900
+    assert_equal "$(kv_get "$s" compute_busy)" 0.600000  # the union: 100-400, 500-600, 700-900 of 1000
+}
+
+# ----------------------------------------------------------------------------
+# one stage: any GPU
+
+# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
+@test "13 one stage: both schedules bit-identical to the reference under every test delay, for 1, 4 and 8 micro-batches" {
+    need_gpu13
+    for m in 1 4; do
+        assert_verified_under_delays "$P" $SMALL --micro-batches $m
+        f=$BATS_TEST_TMPDIR/v.json
+        assert_equal "$(json_get "$f" losses_taken)" 40
+        assert_equal "$(json_get "$f" runs_identical)" true
+        assert_equal "$(json_get "$f" ranks_verified)" true
+        assert_equal "$(json_get "$f" stages)" 1
+        assert_equal "$(json_get "$f" micro_batch)" $((64 / m))
+        # both schedules ran, round-robin, every run checked: (1 warm-up + 2 timed) x 2
+        assert_equal "$(json_get "$f" runs_checked)" 6
+        assert_num "$(json_get "$f" 1f1b_step_ms)" ">" 0 "the 1f1b schedule's step"
+        assert_num "$(json_get "$f" gpipe_step_ms)" ">" 0 "the gpipe schedule's step"
+    done
+    run_json v "$P" $SMALL --micro-batches 8 --schedule gpipe
+    assert_success
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" matches_reference)" true
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" schedule)" gpipe
+}
+
+# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-slot-return
+@test "13 one stage, one micro-batch: lesson 06's losses and weights, bit for bit, under each test delay; four: 06's losses within 1e-4" {
+    need_gpu13
+    run --separate-stderr ref 06_per_batch_sync $SMALL --json
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
+    a=$BATS_TEST_TMPDIR/a.json
+    for delay in "${DELAYS[@]}"; do
+        # shellcheck disable=SC2086
+        run_json r "$P" $SMALL --micro-batches 1 $delay
+        assert_success
+        f=$BATS_TEST_TMPDIR/r.json
+        assert_equal "$(json_get "$f" loss_checksum) $(json_get "$f" weights_checksum)" \
+            "$(json_get "$a" loss_checksum) $(json_get "$a" weights_checksum)"
+    done
+    # four micro-batches sum each gradient in four parts: other roundings, the same training
+    run_json r "$P" $SMALL13
+    assert_success
+    for key in loss_first loss_last; do
+        d=$(awk -v x="$(json_get "$BATS_TEST_TMPDIR/r.json" $key)" -v y="$(json_get "$a" $key)" \
+            'BEGIN { d = x - y; if (d < 0) d = -d; print d / y }')
+        assert_num "$d" "<=" 1e-4 "$key: four micro-batches against 06, relative"
+    done
+}
+
+# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-slot-return
+@test "13 one stage: nothing crosses; 1F1B holds one micro-batch's activations, GPipe all M" {
+    need_gpu13
+    for m in 4 8; do
+        run_json r "$P" $SMALL --micro-batches $m
+        assert_success
+        f=$BATS_TEST_TMPDIR/r.json
+        assert_equal "$(json_get "$f" act_crossings) $(json_get "$f" error_crossings)" "0 0"
+        assert_equal "$(json_get "$f" crossings_once)" true
+        assert_equal "$(json_get "$f" 1f1b_peak_slots)" 1
+        assert_equal "$(json_get "$f" gpipe_peak_slots)" $m
+        # the bytes follow the slots: GPipe's are M times 1F1B's
+        assert_equal "$(json_get "$f" gpipe_peak_act_bytes)" $(($(json_get "$f" 1f1b_peak_act_bytes) * m))
+        assert_num "$(json_get "$f" 1f1b_peak_act_bytes)" ">" 0 "bytes of one slot"
+    done
+}
+
+# bats test_tags=gpu,ex:13-one-f-one-b
+@test "13 one stage, trace: every micro-batch's kernels on the compute track, one update per step, no NCCL kernel" {
+    need_gpu13
+    run --separate-stderr prog "$P" $SMALL13 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
+    assert_success
+    run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --check
+    assert_success
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window run >"$BATS_TEST_TMPDIR/s.txt"
+    s=$BATS_TEST_TMPDIR/s.txt
+    n=40 m=4 L=4
+    assert_equal "$(kv_get "$s" 'kernel_count\[loss_kernel\]')" $((n * m))
+    assert_equal "$(kv_get "$s" 'kernel_count\[bias_act_kernel\]')" $((n * m * L))
+    assert_equal "$(kv_get "$s" 'kernel_count\[bias_grad_kernel\]')" $((n * m * L))
+    assert_equal "$(kv_get "$s" 'kernel_count\[relu_back_kernel\]')" $((n * m * (L - 1)))
+    assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" $n
+    assert_equal "$(kv_get "$s" comm_kernels)" 0
+    assert_equal "$(kv_get "$s" h2d)" $((n * m * 2))  # features and targets of every micro-batch
+    assert_num "$(kv_get "$s" compute_busy)" ">" 0 "compute_busy"
+    assert_equal "$(kv_get "$s" dropped)" 0
+}
+
+# ----------------------------------------------------------------------------
+# two stages: two GPUs
+
+# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
+@test "13 two stages: the one-stage run's losses and every layer's weights, bit for bit, both schedules, 1, 2, 4 and 8 micro-batches" {
+    need_two_gpus
+    for m in 1 2 4 8; do
+        one_stage a $SMALL --micro-batches $m --reps 1 --warmup 0
+        a=$BATS_TEST_TMPDIR/a.json
+        run_json2 r $SMALL --micro-batches $m
+        [ "$status" -eq 0 ] || fail "two stages, $m micro-batches: not verified (exit code $status)"
+        f=$BATS_TEST_TMPDIR/r.json
+        assert_equal "$(json_get "$f" world_size) $(json_get "$f" stages) $(json_get "$f" stage_layers)" "2 2 1-2|3-4"
+        assert_equal "$(json_get "$f" matches_reference)" true  # on rank 0, against its own one-stage reference
+        assert_equal "$(json_get "$f" ranks_verified)" true     # ... and on rank 1
+        assert_equal "$(json_get "$f" runs_identical)" true     # both schedules, every run
+        assert_equal "$(json_get "$f" loss_checksum)" "$(json_get "$a" loss_checksum)"
+        assert_equal "$(json_get "$f" layer_checksums)" "$(json_get "$a" layer_checksums)"
+    done
+}
+
+# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
+@test "13 two stages: every run bit-identical to the reference on both stages, under every test delay" {
+    need_two_gpus
+    one_stage a $SMALL13 --reps 1 --warmup 0
+    a=$BATS_TEST_TMPDIR/a.json
+    for delay in "${DELAYS[@]}"; do
+        # shellcheck disable=SC2086
+        run_json2 v $SMALL13 $delay
+        [ "$status" -eq 0 ] || fail "two stages $delay: not verified (exit code $status)"
+        f=$BATS_TEST_TMPDIR/v.json
+        assert_equal "$(json_get "$f" matches_reference)" true
+        assert_equal "$(json_get "$f" losses_once)" true
+        assert_equal "$(json_get "$f" ranks_verified)" true
+        assert_equal "$(json_get "$f" runs_identical)" true
+        assert_equal "$(json_get "$f" loss_checksum)" "$(json_get "$a" loss_checksum)"
+        assert_equal "$(json_get "$f" layer_checksums)" "$(json_get "$a" layer_checksums)"
+    done
+}
+
+# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-slot-return
+@test "13 two stages: every micro-batch crosses once each way; 1F1B holds at most 2 micro-batches per stage, GPipe M" {
+    need_two_gpus
+    run_json2 r $SMALL --micro-batches 8
+    assert_success
+    f=$BATS_TEST_TMPDIR/r.json
+    # one boundary, 8 micro-batches, 40 batches: each activation up once, each error down once
+    assert_equal "$(json_get "$f" expected_crossings)" 320
+    assert_equal "$(json_get "$f" act_crossings) $(json_get "$f" error_crossings)" "320 320"
+    assert_equal "$(json_get "$f" crossings_once)" true
+    assert_equal "$(json_get "$f" 1f1b_peak_slots_per_stage)" "2,1"
+    assert_equal "$(json_get "$f" gpipe_peak_slots_per_stage)" "8,8"
+    assert_num "$(json_get "$f" 1f1b_peak_slots)" "<=" 2 "1F1B's slots on a stage"
+    assert_equal "$(json_get "$f" gpipe_peak_slots)" 8
+    assert_equal "$(json_get "$f" bubble_model)" 0.111111111  # (p-1)/(m+p-1), to 9 digits
+    # GPipe first: the same figures, the lesson's own schedule named
+    run_json2 g $SMALL --micro-batches 8 --schedule gpipe
+    assert_success
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/g.json" schedule)" gpipe
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/g.json" act_crossings)" 320
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/g.json" gpipe_peak_slots_per_stage)" "8,8"
+}
+
+# bats test_tags=gpu,ex:13-one-f-one-b
+@test "13 two stages, traces: one per rank, merged with a process row each; every hand-over an NCCL kernel on fwd or bwd" {
+    need_two_gpus
+    run_json2 r $SMALL13 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
+    assert_success
+    for r in 0 1; do
+        run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.rank$r.json" --check
+        assert_success
+        s=$BATS_TEST_TMPDIR/s$r.txt
+        "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.rank$r.json" --window run >"$s"
+        for track in fwd bwd; do
+            [[ ",$(kv_get "$s" tracks)," == *",$track,"* ]] || fail "rank $r: no $track track: $(kv_get "$s" tracks)"
+        done
+        # 40 batches x 4 micro-batches, one way and the other, and the broadcast of the run's losses
+        assert_equal "$(kv_get "$s" comm_kernels)" $((40 * 4 * 2 + 1))
+        assert_equal "$(kv_get "$s" 'kernel_count\[bias_act_kernel\]')" $((40 * 4 * 2))  # two layers per stage
+        assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" 40
+        assert_num "$(kv_get "$s" compute_busy)" "<" 1 "rank $r's compute_busy"
+        assert_equal "$(kv_get "$s" dropped)" 0
+    done
+    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/s1.txt" 'kernel_count\[loss_kernel\]')" $((40 * 4))  # the last stage's
+    run "$TOOLS/tracestat" --merge "$BATS_TEST_TMPDIR/m.json" "$BATS_TEST_TMPDIR/t.rank0.json" "$BATS_TEST_TMPDIR/t.rank1.json"
+    assert_success
+    assert_equal "$(grep -c '"name":"process_name"' "$BATS_TEST_TMPDIR/m.json")" 2
+    run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/m.json" --check
+    assert_success
+}
+
+# bats test_tags=gpu
+@test "13 two stages: a stage that fails stops both within seconds, the failed one named, nothing hangs" {
+    need_two_gpus
+    for failing in 1 0; do
+        other=$((1 - failing))
+        SECONDS=0
+        # a grace period longer than the check allows: the ranks must stop by themselves
+        run --separate-stderr "$ROOT/tests/timed" 90 "$LAUNCH" -n 2 --grace-s 60 "$BIN/$P" $SMALL13 \
+            --fail-rank "$failing" --fail-at-batch 5 --timeout-s 10
+        assert_equal "$status" 1
+        assert_num "$SECONDS" "<" 45 "seconds until every rank had stopped (stage $failing failing)"
+        [[ "$stderr" == *"$P rank $failing: stopping at batch 5"* ]] || fail "rank $failing's line: $stderr"
+        [[ "$stderr" == *"$P rank $other: rank $failing failed"* ]] || fail "rank $other does not name it: $stderr"
+        [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
+    done
+}
+
+# bats test_tags=gpu
+@test "13 two stages on one visible GPU: every rank says so with one line, exit code 3" {
+    need_gpu13
+    run --separate-stderr env CUDA_VISIBLE_DEVICES=0 "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 "$BIN/$P" $SMALL
+    assert_equal "$status" 3
+    assert_equal "$(grep -c "no usable GPU for this rank: 2 ranks on this machine" <<<"$stderr")" 2
+}
+
+# ----------------------------------------------------------------------------
+# compute-sanitizer, one stage. memcheck without its leak check: NCCL keeps allocations of
+# its own until the process ends.
+
+# bats test_tags=gpu,sanitizer
+@test "13 compute-sanitizer memcheck is clean" {
+    need_sanitizer
+    need_nccl
+    run "$ROOT/tests/timed" 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$BIN/$P" $TINY --micro-batches 2
+    assert_success
+    assert_output --partial "ERROR SUMMARY: 0 errors"
+}
+
+# bats test_tags=gpu,sanitizer
+@test "13 compute-sanitizer racecheck is clean" {
+    need_sanitizer
+    need_nccl
+    sanitize racecheck "$BIN/$P" $TINY --micro-batches 2
+}
+
+# bats test_tags=gpu,sanitizer
+@test "13 compute-sanitizer synccheck is clean" {
+    need_sanitizer
+    need_nccl
+    sanitize synccheck "$BIN/$P" $TINY --micro-batches 2
+}
+
+# bats test_tags=gpu,sanitizer
+@test "13 compute-sanitizer initcheck is clean" {
+    need_sanitizer
+    need_nccl
+    sanitize initcheck "$BIN/$P" $TINY --micro-batches 2
+}
