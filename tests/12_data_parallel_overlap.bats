@@ -311,8 +311,10 @@ EOF
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window run >"$BATS_TEST_TMPDIR/s.txt"
     s=$BATS_TEST_TMPDIR/s.txt
     [[ "$(kv_get "$s" tracks)" == *"comm"* ]] || fail "no comm track: $(kv_get "$s" tracks)"
-    # 40 batches x 3 buckets, and the all-reduce of the run's losses (one rank: NCCL's oneRankReduce)
-    assert_equal "$(kv_get "$s" comm_kernels)" 121
+    # 40 batches x 3 buckets. With one rank NCCL 2.28 does an out-of-place sum as a device-to-device
+    # copy (no kernel), and the in-place sum of the run's losses as nothing; other versions may
+    # launch a kernel instead: count both.
+    assert_equal "$(($(kv_get "$s" comm_kernels) + $(kv_get "$s" other_copies)))" 120
     assert_equal "$(kv_get "$s" h2d)" 41  # the batches, and the run's losses on their way to the all-reduce
     assert_equal "$(kv_get "$s" 'kernel_count\[loss_kernel\]')" 40
     assert_equal "$(kv_get "$s" 'kernel_count\[bias_act_kernel\]')" $((40 * 4))
@@ -435,13 +437,16 @@ EOF
 
 # ----------------------------------------------------------------------------
 # compute-sanitizer, one rank. memcheck without its leak check: NCCL keeps
-# allocations of its own until the process ends.
+# allocations of its own until the process ends; and without reporting API errors:
+# NCCL asks cudaFuncGetAttributes about kernels built for other GPUs, and takes the
+# error as the answer (the course checks every call of its own and would exit on one).
 
 # bats test_tags=gpu,sanitizer
 @test "12 compute-sanitizer memcheck is clean" {
     need_sanitizer
     need_nccl
-    run "$ROOT/tests/timed" 300 compute-sanitizer --tool memcheck --error-exitcode 99 "$BIN/$P" $TINY --bucket-mib 0.01
+    run "$ROOT/tests/timed" 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
+        "$BIN/$P" $TINY --bucket-mib 0.01
     assert_success
     assert_output --partial "ERROR SUMMARY: 0 errors"
 }

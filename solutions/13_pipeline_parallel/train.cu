@@ -795,6 +795,7 @@ static void profile_parts(trainer *t, pipeline *pp, part_times *p)
     float *act = (float *)device_alloc(sizeof(float) * st->slot_floats);
     CUDA_CHECK(cudaMemsetAsync(act, 0, sizeof(float) * st->slot_floats, c));
     CUDA_CHECK(cudaMemsetAsync(pp->d_error_in[0], 0, sizeof(float) * output_floats(s, st), c));
+    CUDA_CHECK(cudaMemsetAsync(t->model.d_grads, 0, sizeof(float) * s->nparams, c));  // the backward adds to them
     cudaEvent_t ev[4];
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventCreate(&ev[k]));
     for (int k = -1; k < PART_REPS; k++) {  // k = -1 is a warm-up
