@@ -1,0 +1,86 @@
+// links.cu (lesson 13): a communicator and a stream per direction between neighbouring
+// stages, opened, connected and closed; aborted if the process stops early.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline.h"  // the lesson's types, and through it the course's headers
+
+// the links
+
+
+// Runs when the process exits (on_exit hands it the links, no global needed): a rank that
+// stops early (dist_fail, dist_abort, a failed check) aborts its link communicators too, so
+// that no NCCL kernel of theirs waits on for a rank that is gone. dist_abort and dist_fail
+// abort the one communicator they know, lesson 12's. After links_close there is nothing left.
+static void abort_links_at_exit(int status, void *arg)
+{
+    link_pair *ln = (link_pair *)arg;
+    p2p_link *both[2] = {&ln->fwd, &ln->bwd};
+    for (int k = 0; k < 2; k++)
+        if (both[k]->comm) ncclCommAbort(both[k]->comm);  // its answer does not matter: the process ends
+    free(ln);
+    (void)status;
+}
+
+// Two communicators split from lesson 12's (every rank in both, in the same order), each
+// with a stream. Blocking ones: once connected, ncclSend and ncclRecv only queue work, and a
+// non-blocking communicator would issue each call from a thread of its own (tens of
+// microseconds, four calls per micro-batch). The host's waits stay polled (dist_event_wait):
+// a failed rank is still noticed, and ncclCommAbort frees the GPU.
+link_pair *links_open(dist_env *d, const device_info *dev)
+{
+    link_pair *ln = (link_pair *)host_calloc(1, sizeof(link_pair), "the links");
+    p2p_link *both[2] = {&ln->fwd, &ln->bwd};
+    for (int k = 0; k < 2; k++) {
+        ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+        config.blocking = 1;
+        config.splitShare = 0;  // resources of its own: shared ones would order its calls after the other's
+        // the split is a call on the non-blocking parent: NCCL_CHECK polls it until the new one exists
+        NCCL_CHECK(d, ncclCommSplit(d->comm, 0, d->rank, &both[k]->comm, &config));
+        // the hand-overs start as soon as they may, ahead of the compute stream's queued blocks
+        CUDA_CHECK(cudaStreamCreateWithPriority(&both[k]->stream, cudaStreamNonBlocking, dev->priority_greatest));
+    }
+    trace_name_stream(ln->fwd.stream, "fwd");
+    trace_name_stream(ln->bwd.stream, "bwd");
+    if (on_exit(abort_links_at_exit, ln) != 0) dist_fail(d, "cannot register the links' abort at exit");
+    return ln;
+}
+
+// NCCL connects two ranks on their first send and receive, and on a blocking communicator
+// that call waits for the peer. One activation up the whole pipeline, then one error down it,
+// connects every link in an order without a cycle: stage s waits only for stage s - 1 going
+// up, for stage s + 1 coming down.
+void links_connect(pipeline *pp, const mlp_shape *s)
+{
+    const stage_shape *st = &pp->st;
+    dist_env *d = pp->dist;
+    link_pair *ln = pp->ln;
+    float *buf = (float *)device_alloc(sizeof(float) * st->slot_floats);
+    CUDA_CHECK(cudaMemset(buf, 0, sizeof(float) * st->slot_floats));
+    if (!stage_is_first(st))
+        NCCL_CHECK(d, ncclRecv(buf, input_floats(s, st), ncclFloat, st->rank - 1, ln->fwd.comm, ln->fwd.stream));
+    if (!stage_is_last(st))
+        NCCL_CHECK(d, ncclSend(buf, output_floats(s, st), ncclFloat, st->rank + 1, ln->fwd.comm, ln->fwd.stream));
+    if (!stage_is_last(st))
+        NCCL_CHECK(d, ncclRecv(buf, output_floats(s, st), ncclFloat, st->rank + 1, ln->bwd.comm, ln->bwd.stream));
+    if (!stage_is_first(st))
+        NCCL_CHECK(d, ncclSend(buf, input_floats(s, st), ncclFloat, st->rank - 1, ln->bwd.comm, ln->bwd.stream));
+    for (int k = 0; k < 2; k++) {
+        CUDA_CHECK(cudaEventRecord(pp->links_idle[k], k ? ln->bwd.stream : ln->fwd.stream));
+        CUDA_CHECK(dist_event_wait(d, pp->links_idle[k]));
+    }
+    device_free(buf);
+}
+
+// ncclCommFinalize then ncclCommDestroy of both links: a normal end. Before dist_finish.
+void links_close(pipeline *pp)
+{
+    p2p_link *both[2] = {&pp->ln->fwd, &pp->ln->bwd};
+    for (int k = 0; k < 2; k++) {
+        NCCL_CHECK(pp->dist, ncclCommFinalize(both[k]->comm));
+        NCCL_CHECK(pp->dist, ncclCommDestroy(both[k]->comm));
+        both[k]->comm = NULL;  // nothing left for the handler at exit
+        CUDA_CHECK(cudaStreamDestroy(both[k]->stream));
+    }
+}

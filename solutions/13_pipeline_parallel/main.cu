@@ -1,0 +1,253 @@
+// 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
+// cut into micro-batches that flow through the stages: GPipe and 1F1B.
+//
+// build: make build/solutions/13_pipeline_parallel      (where make finds NCCL: its first line says)
+// run:   build/solutions/13_pipeline_parallel [--micro-batches 8] [--json]       one GPU: one stage
+//        tools/launch -n 2 build/solutions/13_pipeline_parallel [--schedule gpipe]   two GPUs, two stages
+//        build/solutions/13_pipeline_parallel --show-schedule --stages 4       every stage's order, no GPU
+//
+// One process per GPU, each a rank (common/dist.h, as in lesson 12) and a stage: stage s
+// of p holds a contiguous range of the layers. Each batch of --batch samples is cut into
+// --micro-batches M micro-batches. The first stage copies a micro-batch's features in and
+// runs its layers; the activation it produces goes to the next stage (ncclSend, ncclRecv),
+// and so on up to the last stage, which also copies in the targets and computes the
+// micro-batch's share of the loss. Its error comes back down the same way. Every stage
+// adds each micro-batch's gradients to its layers' gradients, in micro-batch order, and
+// after the batch's last backward pass updates its layers.
+//
+// Two schedules run round-robin, every run checked bit for bit against the one-stage
+// reference (the same micro-batched step on one GPU, which every rank computes itself):
+//   1f1b   warm-up forwards, then one forward and one backward in turn, then the last
+//          backwards (PipeDream-flush, Megatron-LM): a stage holds at most p micro-batches;
+//   gpipe  every forward, then every backward: a stage holds all M micro-batches.
+// Activations go forward on one communicator and one stream, errors back on another: on
+// each, a stage receives from one neighbour and sends to the other in micro-batch order,
+// so that every pair of neighbours issues its calls in the same order (notes/13).
+// Every hand-over is ordered by events; the host waits only to stay two batches ahead.
+//
+// The files: pipeline.h (types), stages.cu, links.cu, train.cu (the step and the loop),
+// report.cu, and this one (setup, options, main).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline.h"  // the lesson's types, and through it the course's headers
+
+static const char *PROG = "13_pipeline_parallel";
+
+
+static void setup(trainer *t, pipeline *pp, int stages, int micro_batches)
+{
+    const mlp_shape *s = &t->model.shape;
+    stage_shape_init(&pp->st, s, pp->dist->rank, stages, micro_batches);
+    stage_shape_init(&pp->whole, s, 0, 1, micro_batches);
+    const stage_shape *st = &pp->st;
+    int M = micro_batches;
+    for (int k = 0; k < 2; k++) {
+        pp->d_error_in[k] = (float *)device_alloc(sizeof(float) * aligned(output_floats(s, st)));
+        pp->d_error_out[k] = (float *)device_alloc(sizeof(float) * aligned(input_floats(s, st)));
+        cudaEvent_t *ev[4] = {&pp->error_received[k], &pp->error_read[k], &pp->error_ready[k], &pp->error_sent[k]};
+        for (int e = 0; e < 4; e++) CUDA_CHECK(cudaEventCreateWithFlags(ev[e], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&pp->links_idle[k], cudaEventDisableTiming));
+    }
+    pp->host_copied =
+        (cudaEvent_t *)host_calloc((size_t)HOST_SLOTS * M, sizeof(cudaEvent_t), "the host regions' events");
+    for (int r = 0; r < HOST_SLOTS * M; r++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&pp->host_copied[r], cudaEventDisableTiming));
+    pp->d_parts = (float *)device_alloc(sizeof(float) * STEP_RING * M);
+    pp->h_parts = (float *)pinned_alloc(sizeof(float) * STEP_RING * M);
+    for (int k = 0; k < STEP_RING; k++) CUDA_CHECK(cudaEventCreateWithFlags(&pp->step_done[k], cudaEventDisableTiming));
+    pp->d_losses = (float *)device_alloc(sizeof(float) * (size_t)t->opt.batches);
+    pp->h_losses = (float *)pinned_alloc(sizeof(float) * (size_t)t->opt.batches);
+    CUDA_CHECK(cudaEventCreateWithFlags(&pp->losses_landed, cudaEventDisableTiming));
+    pp->d_ref = (float *)device_alloc(sizeof(float) * pp->whole.slot_floats);
+    CUDA_CHECK(cudaDeviceSynchronize());
+    if (stages > 1) {
+        pp->ln = links_open(pp->dist, &t->dev);
+        links_connect(pp, s);
+    }
+}
+
+static void teardown(pipeline *pp)
+{
+    for (int k = 0; k < 2; k++) {
+        device_free(pp->d_error_in[k]);
+        device_free(pp->d_error_out[k]);
+        cudaEvent_t ev[5] = {pp->error_received[k], pp->error_read[k], pp->error_ready[k], pp->error_sent[k],
+                             pp->links_idle[k]};
+        for (int e = 0; e < 5; e++) CUDA_CHECK(cudaEventDestroy(ev[e]));
+    }
+    for (int r = 0; r < HOST_SLOTS * pp->st.micro_batches; r++) CUDA_CHECK(cudaEventDestroy(pp->host_copied[r]));
+    free(pp->host_copied);
+    device_free(pp->d_parts);
+    pinned_free(pp->h_parts);
+    for (int k = 0; k < STEP_RING; k++) CUDA_CHECK(cudaEventDestroy(pp->step_done[k]));
+    device_free(pp->d_losses);
+    pinned_free(pp->h_losses);
+    CUDA_CHECK(cudaEventDestroy(pp->losses_landed));
+    device_free(pp->d_ref);
+    if (pp->ln) links_close(pp);
+}
+
+// A schedule's order on this stage (checked), its pool and its counters.
+static void schedule_create(schedule_run *v, pipeline *pp, schedule_kind kind)
+{
+    int M = pp->st.micro_batches;
+    char why[200];
+    memset(v, 0, sizeof *v);
+    v->pp = pp;
+    v->kind = kind;
+    v->ops = (step_op *)host_calloc((size_t)2 * M, sizeof(step_op), "the schedule");
+    v->nops = schedule_build(kind, &pp->st, v->ops);
+    if (!schedule_is_sound(&pp->st, v->ops, v->nops, why, sizeof why))
+        dist_fail(pp->dist, "stage %d: the %s schedule is wrong: %s%s", pp->st.rank, SCHEDULE_NAMES[kind], why,
+                  kind == SCHEDULE_1F1B ? " (exercise 13-one-f-one-b)" : "");
+    v->pool.capacity = M;
+    v->pool.slots = (act_slot *)host_calloc((size_t)M, sizeof(act_slot), "the activation slots");
+    v->slot_of = (int *)host_calloc((size_t)M, sizeof(int), "the activation slots");
+    v->crossed = (long *)host_calloc((size_t)CROSSING_KINDS * M, sizeof(long), "the crossings");
+    v->crossings_ok = 1;
+}
+
+static void schedule_destroy(schedule_run *v)
+{
+    for (int k = 0; k < v->pool.allocated; k++) slot_destroy(&v->pool.slots[k]);
+    free(v->pool.slots);
+    free(v->ops);
+    free(v->slot_of);
+    free(v->crossed);
+}
+
+// --show-schedule: every stage's order of forwards and backwards, and nothing else (no GPU).
+static int show_schedule(const train_options *o, schedule_kind kind, int stages, int micro_batches)
+{
+    mlp_shape s;
+    mlp_shape_init(&s, o->in_dim, o->hidden, o->hidden_layers, o->out_dim, o->batch);
+    step_op *ops = (step_op *)host_calloc((size_t)2 * micro_batches, sizeof(step_op), "the schedule");
+    size_t size = (size_t)micro_batches * 16 + 16;
+    char *text = (char *)host_alloc(size, "the schedule"), why[200];
+    int ok = 1;
+    printf("%s: the %s schedule of %d stage%s and %d micro-batches (Fm: micro-batch m's forward, Bm: its backward)\n",
+           PROG, SCHEDULE_NAMES[kind], stages, stages == 1 ? "" : "s", micro_batches);
+    for (int r = 0; r < stages; r++) {
+        stage_shape st;
+        stage_shape_init(&st, &s, r, stages, micro_batches);
+        int n = schedule_build(kind, &st, ops);
+        schedule_text(ops, n, text, size);
+        printf("stage %d: %s\n", r, text);
+        if (!schedule_is_sound(&st, ops, n, why, sizeof why)) {
+            fprintf(stderr, "%s: stage %d: the %s schedule is wrong: %s%s\n", PROG, r, SCHEDULE_NAMES[kind], why,
+                    kind == SCHEDULE_1F1B ? " (exercise 13-one-f-one-b)" : "");
+            ok = 0;
+        }
+    }
+    free(ops);
+    free(text);
+    return ok ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+// Options that depend on each other, on the model or on the number of ranks.
+static void check_options(const dist_env *d, const train_options *o, const pipeline *pp, int stages,
+                          int micro_batches, int showing)
+{
+    int layers = o->hidden_layers + 1;
+    if (stages > layers)
+        usage_error(d->name, "--stages %d: the model has %d weight layers (--layers %d hidden, and the output layer); "
+                    "every stage needs one at least", stages, layers, o->hidden_layers);
+    if (!showing && stages != d->world)
+        usage_error(d->name, "--stages %d: this run has %d rank%s; every stage is a rank on a GPU of its own "
+                    "(tools/launch -n %d ...)", stages, d->world, d->world == 1 ? "" : "s", stages);
+    if (o->batch % micro_batches != 0)
+        usage_error(d->name, "--batch %d is not divisible by --micro-batches %d: every micro-batch holds as many "
+                    "samples", o->batch, micro_batches);
+    if ((pp->fail_rank >= 0) != (pp->fail_at_batch >= 0))
+        usage_error(d->name, "--fail-rank and --fail-at-batch go together: which rank stops, and at which batch");
+    if (pp->fail_rank >= d->world)
+        usage_error(d->name, "--fail-rank %d: there are %d ranks (0 to %d)", pp->fail_rank, d->world, d->world - 1);
+    if (pp->fail_at_batch >= o->batches)
+        usage_error(d->name, "--fail-at-batch %d: the run has %d batches", pp->fail_at_batch, o->batches);
+}
+
+int main(int argc, char **argv)
+{
+    // NCCL's kernels wait for their peers on the GPU; a stream that shared a hardware queue
+    // with a waiting one would wait too, and could close a cycle. Enough queues for every
+    // stream here (ours and NCCL's), unless the user chose: before the first CUDA call.
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
+    dist_env d;
+    dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
+    train_options o;
+    train_options_default(&o);
+    pipeline pp;
+    memset(&pp, 0, sizeof pp);
+    pp.dist = &d;
+    pp.fail_rank = pp.fail_at_batch = -1;
+    int first = SCHEDULE_1F1B, stages = d.world, micro_batches = 8, showing = 0;
+    double timeout_s = DIST_TIMEOUT_S;
+    const char *rendezvous = NULL;
+    arg_spec specs[40];
+    int n = train_option_specs(&o, specs);
+    specs[n++] = arg_int("stages", &stages, 1, MLP_MAX_LAYERS, "P",
+                         "pipeline stages, one per rank (default: the number of ranks); 1 is the one-stage reference");
+    specs[n++] =
+        arg_int("micro-batches", &micro_batches, 1, 65536, "M", "micro-batches per batch (must divide --batch)");
+    specs[n++] = arg_choice("schedule", &first, "1f1b|gpipe",
+                            "the lesson's own schedule (both run, round-robin): one forward one backward, or all "
+                            "forwards then all backwards");
+    specs[n++] = arg_flag("show-schedule", &showing, "print every stage's order of forwards and backwards and stop "
+                                                      "(no GPU; with --stages)");
+    specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
+                            "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
+    specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
+    specs[n++] =
+        arg_int("fail-rank", &pp.fail_rank, 0, 65535, "R", "with --fail-at-batch: this rank stops with an error");
+    specs[n++] = arg_int("fail-at-batch", &pp.fail_at_batch, 0, 1000000, "N", "with --fail-rank: ... at this batch");
+    args_parse(argc, argv, d.name,
+               "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).", specs, n);
+    check_options(&d, &o, &pp, stages, micro_batches, showing);
+    if (showing) return show_schedule(&o, (schedule_kind)first, stages, micro_batches);
+    dist_configure(&d, rendezvous, timeout_s);
+
+    train_options mine = o;
+    mine.json = o.json && d.rank == 0;  // rank 0 writes the JSON, with every stage's figures in it
+    char trace_path[1100];
+    if (o.trace_path) {
+        dist_rank_path(&d, o.trace_path, trace_path, sizeof trace_path);
+        mine.trace_path = trace_path;
+    }
+    FILE *out = o.json ? stderr : stdout;  // rank 0 reports for every rank
+    if (d.rank > 0) {
+        out = NULL;
+        FILE *quiet = fopen("/dev/null", "w");
+        if (!quiet) {
+            fprintf(stderr, "%s: cannot open /dev/null\n", d.name);
+            return EXIT_FAILURE;
+        }
+        harness_report_to(quiet);
+    }
+    dist_select_device(&d);
+    trainer t;
+    trainer_init(&t, d.name, &mine, HOST_SLOTS, 1, STEP_RING);
+    dist_connect(&d);
+    setup(&t, &pp, stages, micro_batches);
+
+    part_times parts;
+    profile_parts(&t, &pp, &parts);
+    schedule_run own, other;
+    schedule_create(&own, &pp, (schedule_kind)first);
+    schedule_create(&other, &pp, first == SCHEDULE_1F1B ? SCHEDULE_GPIPE : SCHEDULE_1F1B);
+    train_variant variants[2] = {{SCHEDULE_NAMES[own.kind], train_loop, &own},
+                                 {SCHEDULE_NAMES[other.kind], train_loop, &other}};
+    train_variant reference = {"reference", reference_loop, &pp};
+    harness_extras x;
+    memset(&x, 0, sizeof x);
+    x.reference = &reference;
+    int ok = harness_run_with(&t, variants, 2, &x);
+    schedule_run *runs[2] = {&own, &other};
+    ok = stages_agree(&t, &pp, runs, &parts, &x, (schedule_kind)first, ok, out) && ok;  // every rank: a collective
+    schedule_destroy(&own);
+    schedule_destroy(&other);
+    teardown(&pp);
+    dist_finish(&d);
+    return harness_finish(&t, ok);
+}
