@@ -1,0 +1,92 @@
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2604085527): fill in every TODO.
+// data_parallel.h: lesson 12's types, and what its files call in one another (the overview
+// is in main.cu). buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
+// the step with its all-reduces, the training loop, the reference; report.cu: each part alone,
+// the checks across ranks, the report; main.cu: setup, options, main.
+#ifndef DATA_PARALLEL_H
+#define DATA_PARALLEL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/args.h"     // defines: arg_spec, arg_int, arg_double, arg_string, arg_choice, args_parse, usage_error
+#include "common/check.h"    // defines: CUDA_CHECK
+#include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
+                             //          dist_event_wait, NCCL_CHECK, dist_fail, dist_allgather, dist_finish
+#include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_report_to,
+                             //          harness_finish
+#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
+#include "common/kernels.h"  // defines: launch_spin
+#include "common/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc and their frees
+#include "common/timing.h"   // defines: host_now_ms, stats_of
+#include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
+#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                             //          trainer_init, trainer_forward, trainer_loss_slot, trainer_take_loss,
+                             //          test_delay, event_pending, HOST_SYNC, SLOT_WAIT; and through
+                             //          model.h, mlp.h and data.h: mlp_forward, mlp_loss, mlp_backward_layer,
+                             //          mlp_update, mlp_weights_checksum, mlp_shape_init, mlp_cpu_reference,
+                             //          dataset_prepare_shard, dataset_init, fnv1a
+
+#define SHARD 512                   // samples per rank and batch, by default: --batch is 512 x ranks
+#define SLOTS 2                     // host and device batch slots (lesson 08)
+#define SYNC_INTERVAL 10            // batches between two reads of the losses (lesson 08)
+#define LOSS_RING (SYNC_INTERVAL + 1)
+#define MAX_BUCKETS MLP_MAX_LAYERS  // at most one bucket per layer
+#define PART_REPS 5                 // repetitions of each part timed alone
+#define QUEUE_AHEAD_NS 2000000LL    // 2 ms of spinning before timed work: the host queues it all meanwhile
+
+typedef enum { OVERLAP_BUCKETS, OVERLAP_NONE } overlap_mode;
+
+// Bucket b holds layers first_layer[b] to last_layer[b]; its gradients are floats
+// [first[b], first[b] + floats[b]) of d_grads. Bucket 0 is the last layer's.
+typedef struct {
+    int count;
+    int first_layer[MAX_BUCKETS], last_layer[MAX_BUCKETS];
+    size_t first[MAX_BUCKETS], floats[MAX_BUCKETS];
+} bucket_plan;
+
+typedef struct {
+    dist_env *dist;
+    overlap_mode overlap;
+    bucket_plan plan;
+    cudaStream_t comm_stream;              // the all-reduces (high priority: they start as soon as they may)
+    float *d_sum;                          // the gradients summed over the ranks: what the all-reduce writes
+    mlp_model averaged;                    // the model as the update sees it: gradients d_sum, rate lr / ranks
+    cudaEvent_t copied[SLOTS];             // slot s's copy has finished (lesson 08)
+    cudaEvent_t stepped[SLOTS];            // the step that read device slot s has finished (lesson 08)
+    cudaEvent_t loss_ready[LOSS_RING];     // that loss has landed in pinned memory (lesson 08)
+    cudaEvent_t grads_ready[MAX_BUCKETS];  // bucket b's gradients are written (compute stream)
+    cudaEvent_t reduced[MAX_BUCKETS];      // bucket b's all-reduce has finished (communication stream)
+    cudaEvent_t ref_done;                  // the reference's batch has finished
+    cudaEvent_t losses_averaged;           // the run's losses are averaged and back on the host
+    float *h_losses, *d_losses;            // the run's losses, on their way through the all-reduce
+    int fail_rank, fail_at_batch;          // --fail-rank, --fail-at-batch (-1: never)
+} data_parallel;
+
+typedef struct {
+    double forward_ms, backward_ms, update_ms;  // the compute stream alone, one step
+    double comm_ms;                             // every bucket's all-reduce, back to back, nothing else running
+    double comm_one_ms;                         // the whole gradient in one all-reduce
+} part_times;
+
+// buckets.cu
+void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p);
+int plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_t size);
+void plan_text(const bucket_plan *p, char *out, size_t size);
+
+// train.cu
+void prepare_shard(trainer *t, const data_parallel *e, long i, float *h_batch);
+void backward_pass(trainer *t, data_parallel *e, long i, float *d_batch, cudaStream_t stream,
+                   int issue_buckets);
+int train_loop(trainer *t, void *ctx);
+int reference_loop(trainer *t, void *ctx);
+
+// report.cu
+void profile_parts(trainer *t, data_parallel *e, part_times *p);
+int ranks_agree(trainer *t, data_parallel *e, int ok, FILE *out);
+void report(trainer *t, const data_parallel *e, const part_times *p, const harness_extras *x,
+            overlap_mode first, int global_batch, double bucket_mib, FILE *out);
+int cpu_check_whole_batch(trainer *t, const train_options *o, FILE *out);
+
+#endif

@@ -1,0 +1,177 @@
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 20098765): fill in every TODO.
+// 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
+// gradients averaged with NCCL while the backward pass is still running.
+//
+// build: make build/solutions/12_data_parallel_overlap      (where make finds NCCL: its first line says)
+// run:   build/solutions/12_data_parallel_overlap [--batches 200] [--json]      one GPU, one rank
+//        tools/launch -n 2 build/solutions/12_data_parallel_overlap [--bucket-mib 25]   two GPUs
+//
+// One process per GPU, each a rank (common/dist.h: the launcher's environment, the
+// rendezvous, the communicator). Every rank holds the whole model. Batch i of --batch
+// samples is cut into one shard per rank: rank r trains on samples [r*B/N, (r+1)*B/N).
+// Before the update the ranks sum their gradients with ncclAllReduce (ncclSum) and
+// each applies the mean (the rate divided by the ranks), so every rank applies the same
+// update and the weights stay identical everywhere.
+//
+// The backward pass produces the gradients last layer first. The gradients are grouped
+// into buckets of about --bucket-mib in that order; as soon as an event says a
+// bucket's gradients are written, its all-reduce is issued on a communication stream
+// and runs while the compute stream goes on with the layers below. Each bucket's
+// update waits for its all-reduce's event. Every rank issues the buckets in the same
+// order: NCCL pairs the ranks' collectives by the order they were issued in.
+//
+// Two variants run round-robin, every run checked bit for bit against a synchronous
+// data-parallel reference: "buckets" (the overlap) and "none" (the same buckets, all
+// reduced after the backward pass). --overlap chooses which one is the lesson's own.
+// The host loop is lesson 08's: two batch slots, a loss ring read every 10 batches.
+//
+// The files: data_parallel.h (types), buckets.cu, train.cu (the step and the loop),
+// report.cu, and this one (setup, options, main).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data_parallel.h"  // the lesson's types, and through it the course's headers
+
+static const char *PROG = "12_data_parallel_overlap";
+
+static void setup(trainer *t, data_parallel *e, double bucket_mib)
+{
+    char why[256];
+    plan_buckets(&t->model.shape, (size_t)(bucket_mib * 1048576.0), &e->plan);
+    if (!plan_is_sound(&t->model.shape, &e->plan, why, sizeof why)) {
+        fprintf(stderr, "%s: the bucket plan is wrong: %s (exercise 12-bucket-plan)\n", e->dist->name, why);
+        exit(EXIT_FAILURE);
+    }
+    CUDA_CHECK(cudaStreamCreateWithPriority(&e->comm_stream, cudaStreamNonBlocking, t->dev.priority_greatest));
+    trace_name_stream(e->comm_stream, "comm");
+    e->d_sum = (float *)device_alloc(sizeof(float) * t->model.shape.nparams);
+    CUDA_CHECK(cudaMemset(e->d_sum, 0, sizeof(float) * t->model.shape.nparams));
+    // The update applies the mean gradient: lr x (sum / ranks) = (lr / ranks) x sum, the
+    // division folded into the rate. With one rank, lr / 1 is lr: lesson 06's update, bit
+    // for bit. (ncclAvg would divide in NCCL; NCCL 2.28.3 on one rank, out of place, left
+    // the last count % 16 elements of a large average unwritten: notes/12, measured.)
+    e->averaged = t->model;  // a copy that shares every buffer, but for its gradients and rate
+    e->averaged.d_grads = e->d_sum;
+    e->averaged.lr = t->model.lr / (float)e->dist->world;
+    e->h_losses = (float *)pinned_alloc(sizeof(float) * (size_t)t->opt.batches);
+    e->d_losses = (float *)device_alloc(sizeof(float) * (size_t)t->opt.batches);
+    CUDA_CHECK(cudaMemset(e->d_losses, 0, sizeof(float) * (size_t)t->opt.batches));  // line_up sums its first float
+    for (int s = 0; s < SLOTS; s++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&e->copied[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&e->stepped[s], cudaEventDisableTiming));
+    }
+    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventCreateWithFlags(&e->loss_ready[k], cudaEventDisableTiming));
+    for (int b = 0; b < MAX_BUCKETS; b++) {
+        CUDA_CHECK(cudaEventCreateWithFlags(&e->grads_ready[b], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&e->reduced[b], cudaEventDisableTiming));
+    }
+    CUDA_CHECK(cudaEventCreateWithFlags(&e->ref_done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&e->losses_averaged, cudaEventDisableTiming));
+    CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+static void teardown(data_parallel *e)
+{
+    for (int s = 0; s < SLOTS; s++) {
+        CUDA_CHECK(cudaEventDestroy(e->copied[s]));
+        CUDA_CHECK(cudaEventDestroy(e->stepped[s]));
+    }
+    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventDestroy(e->loss_ready[k]));
+    for (int b = 0; b < MAX_BUCKETS; b++) {
+        CUDA_CHECK(cudaEventDestroy(e->grads_ready[b]));
+        CUDA_CHECK(cudaEventDestroy(e->reduced[b]));
+    }
+    CUDA_CHECK(cudaEventDestroy(e->ref_done));
+    CUDA_CHECK(cudaEventDestroy(e->losses_averaged));
+    device_free(e->d_sum);
+    device_free(e->d_losses);
+    pinned_free(e->h_losses);
+    CUDA_CHECK(cudaStreamDestroy(e->comm_stream));
+}
+
+// Options that depend on each other or on the number of ranks.
+static void check_options(const dist_env *d, const train_options *o, const data_parallel *e)
+{
+    if (o->batch % d->world != 0)
+        usage_error(d->name, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard", o->batch,
+                    d->world);
+    if ((e->fail_rank >= 0) != (e->fail_at_batch >= 0))
+        usage_error(d->name, "--fail-rank and --fail-at-batch go together: which rank stops, and at which batch");
+    if (e->fail_rank >= d->world)
+        usage_error(d->name, "--fail-rank %d: there are %d ranks (0 to %d)", e->fail_rank, d->world, d->world - 1);
+    if (e->fail_at_batch >= o->batches)
+        usage_error(d->name, "--fail-at-batch %d: the run has %d batches", e->fail_at_batch, o->batches);
+}
+
+int main(int argc, char **argv)
+{
+    dist_env d;
+    dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
+    train_options o;
+    train_options_default(&o);
+    o.batch = SHARD * d.world;
+    data_parallel e = {.dist = &d, .overlap = OVERLAP_BUCKETS, .fail_rank = -1, .fail_at_batch = -1};
+    int first = OVERLAP_BUCKETS;
+    double bucket_mib = 25, timeout_s = DIST_TIMEOUT_S;
+    const char *rendezvous = NULL;
+    arg_spec specs[40];
+    int n = train_option_specs(&o, specs);
+    specs[n++] = arg_choice("overlap", &first, "buckets|none",
+                            "the lesson's own variant (both run, round-robin): all-reduce each bucket under the "
+                            "backward pass, or every bucket after it");
+    specs[n++] = arg_double("bucket-mib", &bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
+    specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
+                            "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
+    specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
+    specs[n++] = arg_int("fail-rank", &e.fail_rank, 0, 65535, "R", "with --fail-at-batch: this rank stops with an error");
+    specs[n++] = arg_int("fail-at-batch", &e.fail_at_batch, 0, 1000000, "N", "with --fail-rank: ... at this batch");
+    args_parse(argc, argv, d.name, "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.",
+               specs, n);
+    dist_configure(&d, rendezvous, timeout_s);
+    check_options(&d, &o, &e);
+
+    train_options shard = o;  // what this rank's trainer is built for: one shard of every batch
+    shard.batch = o.batch / d.world;
+    shard.json = o.json && d.rank == 0;  // rank 0 writes the JSON, with every rank's checksums in it
+    shard.check_cpu = o.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
+    char trace_path[1100];
+    if (o.trace_path) {
+        dist_rank_path(&d, o.trace_path, trace_path, sizeof trace_path);
+        shard.trace_path = trace_path;
+    }
+    FILE *out = o.json ? stderr : stdout;  // rank 0 reports for every rank
+    if (d.rank > 0) {
+        out = NULL;
+        FILE *quiet = fopen("/dev/null", "w");
+        if (!quiet) {
+            fprintf(stderr, "%s: cannot open /dev/null\n", d.name);
+            return EXIT_FAILURE;
+        }
+        harness_report_to(quiet);
+    }
+    dist_select_device(&d);
+    trainer t;
+    trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
+    dist_connect(&d);
+    setup(&t, &e, bucket_mib);
+
+    part_times parts;
+    profile_parts(&t, &e, &parts);
+    data_parallel none = e;  // the same streams, buffers and events; every bucket after the backward pass
+    none.overlap = OVERLAP_NONE;
+    train_variant buckets_v = {"buckets", train_loop, &e}, none_v = {"none", train_loop, &none};
+    train_variant variants[2] = {first == OVERLAP_BUCKETS ? buckets_v : none_v,
+                                 first == OVERLAP_BUCKETS ? none_v : buckets_v};
+    train_variant reference = {"reference", reference_loop, &e};
+    harness_extras x;
+    memset(&x, 0, sizeof x);
+    x.reference = &reference;
+    int ok = harness_run_with(&t, variants, 2, &x);
+    ok = ranks_agree(&t, &e, ok, out);
+    if (x.step_ms[0] > 0) report(&t, &e, &parts, &x, (overlap_mode)first, o.batch, bucket_mib, out);
+    teardown(&e);
+    dist_finish(&d);
+    if (o.check_cpu && d.world > 1 && d.rank == 0) ok = cpu_check_whole_batch(&t, &o, out) && ok;
+    return harness_finish(&t, ok);
+}

@@ -1,0 +1,205 @@
+// report.cu (lesson 12): each part alone (what the figures are made of), the checks across
+// ranks, and the report.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data_parallel.h"  // the lesson's types, and through it the course's headers
+
+// each part alone: what the figures are made of
+
+// The ranks line up on a one-float all-reduce; then `stream` spins for 2 ms, long
+// enough for the host to queue everything that follows: the time measured after the
+// spin is the GPU's work, not the host's issuing (NCCL issues each call from a thread).
+static void line_up(data_parallel *e, cudaStream_t stream)
+{
+    NCCL_CHECK(e->dist, ncclAllReduce(e->d_losses, e->d_losses, 1, ncclFloat, ncclSum, e->dist->comm, e->comm_stream));
+    CUDA_CHECK(cudaEventRecord(e->losses_averaged, e->comm_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(stream, e->losses_averaged, 0));
+    launch_spin(1, 32, QUEUE_AHEAD_NS, stream);
+}
+
+static double between_ms(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+}
+
+void profile_parts(trainer *t, data_parallel *e, part_times *p)
+{
+    cudaStream_t s = t->compute_stream, c = e->comm_stream;
+    const bucket_plan *plan = &e->plan;
+    float *d_batch = t->d_batch[0];
+    double fwd[PART_REPS], bwd[PART_REPS], upd[PART_REPS], comm[PART_REPS], one[PART_REPS];
+    cudaEvent_t ev[4];
+    for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventCreate(&ev[k]));
+    prepare_shard(t, e, 0, t->h_batch[0]);
+    CUDA_CHECK(cudaMemcpyAsync(d_batch, t->h_batch[0], t->batch_bytes, cudaMemcpyHostToDevice, s));
+    for (int k = -1; k < PART_REPS; k++) {  // k = -1 is a warm-up: NCCL connects on first use
+        line_up(e, s);
+        CUDA_CHECK(cudaEventRecord(ev[0], s));
+        mlp_forward(&t->model, batch_features(d_batch), s);
+        CUDA_CHECK(cudaEventRecord(ev[1], s));
+        backward_pass(t, e, 0, d_batch, s, 0);
+        CUDA_CHECK(cudaEventRecord(ev[2], s));
+        for (int b = 0; b < plan->count; b++) mlp_update(&e->averaged, plan->first[b], plan->floats[b], s);
+        CUDA_CHECK(cudaEventRecord(ev[3], s));
+        CUDA_CHECK(dist_event_wait(e->dist, ev[3]));
+        if (k >= 0) {
+            fwd[k] = between_ms(ev[0], ev[1]);
+            bwd[k] = between_ms(ev[1], ev[2]);
+            upd[k] = between_ms(ev[2], ev[3]);
+        }
+        line_up(e, c);
+        CUDA_CHECK(cudaEventRecord(ev[0], c));
+        for (int b = 0; b < plan->count; b++)
+            NCCL_CHECK(e->dist, ncclAllReduce(t->model.d_grads + plan->first[b], e->d_sum + plan->first[b],
+                                              plan->floats[b], ncclFloat, ncclSum, e->dist->comm, c));
+        CUDA_CHECK(cudaEventRecord(ev[1], c));
+        line_up(e, c);
+        CUDA_CHECK(cudaEventRecord(ev[2], c));
+        NCCL_CHECK(e->dist, ncclAllReduce(t->model.d_grads, e->d_sum, t->model.shape.nparams, ncclFloat, ncclSum,
+                                          e->dist->comm, c));
+        CUDA_CHECK(cudaEventRecord(ev[3], c));
+        CUDA_CHECK(dist_event_wait(e->dist, ev[3]));
+        if (k >= 0) {
+            comm[k] = between_ms(ev[0], ev[1]);
+            one[k] = between_ms(ev[2], ev[3]);
+        }
+    }
+    for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventDestroy(ev[k]));
+    p->forward_ms = stats_of(fwd, PART_REPS).median;
+    p->backward_ms = stats_of(bwd, PART_REPS).median;
+    p->update_ms = stats_of(upd, PART_REPS).median;
+    p->comm_ms = stats_of(comm, PART_REPS).median;
+    p->comm_one_ms = stats_of(one, PART_REPS).median;
+}
+
+// ----------------------------------------------------------------------------
+// the checks across ranks, and the report
+
+static uint64_t losses_checksum(const trainer *t)
+{
+    uint64_t h = FNV1A_START;
+    for (int i = 0; i < t->opt.batches; i++) {
+        float f = (float)t->run.losses[i];
+        h = fnv1a(&f, sizeof f, h);
+    }
+    return h;
+}
+
+// Every rank must end with the same weights and losses, bit for bit: they applied the
+// same averaged updates. Rank 0 reports every rank's verdict. Returns 1 when the ranks
+// agree and every rank's own checks passed.
+int ranks_agree(trainer *t, data_parallel *e, int ok, FILE *out)
+{
+    dist_env *d = e->dist;
+    uint64_t mine[3] = {mlp_weights_checksum(&t->model, t->compute_stream), losses_checksum(t), (uint64_t)ok};
+    uint64_t *all = (uint64_t *)host_calloc((size_t)d->world * 3, sizeof(uint64_t), "every rank's verdict");
+    dist_allgather(d, mine, all, sizeof mine, t->compute_stream);
+    int same = 1, passed = 1;
+    char sums[1024] = "";
+    size_t n = 0;
+    for (int r = 0; r < d->world; r++) {
+        same = same && all[3 * r] == all[0] && all[3 * r + 1] == all[1];
+        passed = passed && all[3 * r + 2] == 1;
+        if (n < sizeof sums)
+            n += (size_t)snprintf(sums + n, sizeof sums - n, "%s%016llx", r ? "," : "", (unsigned long long)all[3 * r]);
+    }
+    if (out) {
+        fprintf(out, "ranks: %d; final weights and losses identical on every rank: %s\n", d->world, same ? "yes" : "NO");
+        for (int r = 0; r < d->world; r++)
+            if (all[3 * r + 2] != 1) fprintf(out, "  rank %d: its own checks FAILED\n", r);
+    }
+    if (t->opt.json) {
+        json_bool(&t->js, "ranks_identical", same);
+        json_bool(&t->js, "ranks_verified", passed);
+        json_str(&t->js, "weights_checksums", sums);
+    }
+    free(all);
+    return same && passed;
+}
+
+// The figures the lesson is about, from the parts alone and the two variants' steps.
+void report(trainer *t, const data_parallel *e, const part_times *p, const harness_extras *x,
+            overlap_mode first, int global_batch, double bucket_mib, FILE *out)
+{
+    int n = e->dist->world;
+    double bytes = sizeof(float) * (double)t->model.shape.nparams;
+    double factor = 2.0 * (n - 1) / n;  // nccl-tests' all-reduce bus bandwidth: algbw x 2(n-1)/n
+    double algbw = bytes / (p->comm_ms * 1e6), one_algbw = bytes / (p->comm_one_ms * 1e6);
+    double t_buckets = x->step_ms[first == OVERLAP_BUCKETS ? 0 : 1], t_none = x->step_ms[first == OVERLAP_NONE ? 0 : 1];
+    double hideable = p->comm_ms < p->backward_ms ? p->comm_ms : p->backward_ms;
+    double hidden = (t_none - t_buckets) / hideable;
+    char plan[128], version[32];
+    plan_text(&e->plan, plan, sizeof plan);
+    dist_nccl_version(version, sizeof version);
+    if (out) {
+        fprintf(out, "data parallel: %d rank%s (launcher: %s, NCCL %s), %d samples per batch, %d per rank\n", n,
+                n == 1 ? "" : "s", dist_launcher_name(e->dist->launcher), version, global_batch, t->opt.batch);
+        fprintf(out, "  gradients: %.1f MB per step in %d buckets of about %g MiB (layers %s, issued in that order)\n",
+                bytes / 1e6, e->plan.count, bucket_mib, plan);
+        fprintf(out, "  alone (median of %d): forward %.3f ms, backward %.3f ms, update %.3f ms\n", PART_REPS,
+                p->forward_ms, p->backward_ms, p->update_ms);
+        fprintf(out, "  all-reduce alone: the buckets back to back %.3f ms (bus bandwidth %.0f GB/s), "
+                     "the whole gradient at once %.3f ms (%.0f GB/s)\n",
+                p->comm_ms, algbw * factor, p->comm_one_ms, one_algbw * factor);
+        fprintf(out, "  step: buckets %.3f ms, none %.3f ms: %.3f ms saved, %.0f%% of min(all-reduce, backward) hidden\n",
+                t_buckets, t_none, t_none - t_buckets, 100 * hidden);
+        fprintf(out, "  throughput: %.0f samples/s overlapped, %.0f without overlap\n", global_batch / t_buckets * 1e3,
+                global_batch / t_none * 1e3);
+    }
+    if (!t->opt.json) return;
+    json_writer *js = &t->js;
+    json_int(js, "world_size", n);
+    json_str(js, "launcher", dist_launcher_name(e->dist->launcher));
+    json_str(js, "nccl_version", version);
+    json_int(js, "global_batch", global_batch);
+    json_int(js, "shard_batch", t->opt.batch);
+    json_str(js, "overlap", first == OVERLAP_BUCKETS ? "buckets" : "none");
+    json_num(js, "bucket_mib", bucket_mib);
+    json_int(js, "buckets", e->plan.count);
+    json_str(js, "bucket_plan", plan);
+    json_int(js, "grad_bytes", (long long)bytes);
+    json_num(js, "forward_ms", p->forward_ms);
+    json_num(js, "backward_ms", p->backward_ms);
+    json_num(js, "update_ms", p->update_ms);
+    json_num(js, "comm_ms", p->comm_ms);
+    json_num(js, "comm_algbw_gbs", algbw);
+    json_num(js, "comm_busbw_gbs", algbw * factor);
+    json_num(js, "comm_one_ms", p->comm_one_ms);
+    json_num(js, "comm_one_busbw_gbs", one_algbw * factor);
+    json_num(js, "saved_ms", t_none - t_buckets);
+    json_num(js, "comm_hidden_share", hidden);
+    json_num(js, "buckets_samples_per_s", global_batch / t_buckets * 1e3);
+    json_num(js, "none_samples_per_s", global_batch / t_none * 1e3);
+    json_num(js, "timeout_s", e->dist->timeout_s);
+}
+
+// With several ranks the harness's CPU check would see one shard: rank 0 compares the
+// averaged losses with the CPU trained on the whole batch. Returns 1 when within 1e-4.
+int cpu_check_whole_batch(trainer *t, const train_options *o, FILE *out)
+{
+    mlp_shape shape;
+    mlp_shape_init(&shape, o->in_dim, o->hidden, o->hidden_layers, o->out_dim, o->batch);
+    dataset data;
+    dataset_init(&data, o->batch, o->in_dim, o->out_dim, o->prep_work, (uint64_t)o->seed);
+    double *cpu = (double *)host_calloc((size_t)o->batches, sizeof(double), "the CPU reference's losses");
+    mlp_cpu_reference(&shape, (float)o->lr, (uint64_t)o->seed, &data, o->batches, cpu);
+    double worst = 0;
+    for (int i = 0; i < o->batches; i++) {
+        double rel = (t->run.losses[i] - cpu[i]) / cpu[i];
+        if (rel < 0) rel = -rel;
+        if (!(rel <= worst)) worst = rel;  // NaN-safe
+    }
+    free(cpu);
+    dataset_free(&data);
+    if (out)
+        fprintf(out, "  CPU reference (the whole batch): largest relative difference %.2e (%s 1e-04)\n", worst,
+                worst <= 1e-4 ? "within" : "NOT within");
+    if (t->opt.json) json_num(&t->js, "cpu_check_max_rel", worst);
+    return worst <= 1e-4;
+}
+
+// ----------------------------------------------------------------------------
