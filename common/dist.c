@@ -244,13 +244,13 @@ static void watch_others(dist_env *d, watch *w)
                    d->timeout_s, w->what);
 }
 
-// Polls the communicator until the operation in progress is done; returns its result.
-static ncclResult_t wait_nccl(dist_env *d, const char *what)
+// Polls a communicator until the operation in progress on it is done; returns its result.
+static ncclResult_t wait_comm(dist_env *d, ncclComm_t comm, const char *what)
 {
     watch w = watch_start(what);
     for (;;) {
         ncclResult_t state = ncclInProgress;
-        ncclResult_t r = ncclCommGetAsyncError(d->comm, &state);
+        ncclResult_t r = ncclCommGetAsyncError(comm, &state);
         if (r != ncclSuccess) return r;
         if (state != ncclInProgress) return state;
         if (mono_s() >= w.next_note) {
@@ -263,6 +263,23 @@ static ncclResult_t wait_nccl(dist_env *d, const char *what)
                        d->timeout_s, what);
         sched_yield();
     }
+}
+
+static ncclResult_t wait_nccl(dist_env *d, const char *what) { return wait_comm(d, d->comm, what); }
+
+void dist_split_ready(dist_env *d, ncclComm_t *child)
+{
+    // with a non-blocking parent, NCCL's thread writes *child when the new communicator exists
+    ncclResult_t r = wait_nccl(d, "splitting a communicator");
+    watch w = watch_start("splitting a communicator");
+    while (r == ncclSuccess && __atomic_load_n(child, __ATOMIC_ACQUIRE) == NULL) {
+        watch_others(d, &w);
+        if (mono_s() - w.since > 10) dist_abort(d, "ncclCommSplit gave no communicator within 10 s");
+        sched_yield();
+    }
+    if (r == ncclSuccess) r = wait_comm(d, *child, "splitting a communicator");
+    if (r != ncclSuccess)
+        dist_abort(d, "ncclCommSplit failed: %s (%s)", ncclGetErrorString(r), ncclGetLastError(d->comm));
 }
 
 void dist_check_nccl_(dist_env *d, ncclResult_t result, const char *expr, const char *file, int line)

@@ -92,6 +92,11 @@ cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event);
 #define NCCL_CHECK(d, expr) dist_check_nccl_((d), (expr), #expr, __FILE__, __LINE__)
 void dist_check_nccl_(dist_env *d, ncclResult_t result, const char *expr, const char *file, int line);
 
+// After ncclCommSplit of the non-blocking communicator: polls the parent, waits for NCCL to
+// write the new one (it may answer before then, *child still NULL), then polls the new one:
+// a second split or call on the parent before then fails. One clear line and exit 1 on an error.
+void dist_split_ready(dist_env *d, ncclComm_t *child);
+
 // This rank stops: leaves its note (the message) for the others, prints the message
 // on stderr, aborts its communicator, exits with code 1.
 #ifdef __cplusplus

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 2596724506): fill in every TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 346399721): fill in every TODO.
 // links.cu (lesson 13): a communicator and a stream per direction between neighbouring
 // stages, opened, connected and closed; aborted if the process stops early.
 #include <stdio.h>
@@ -37,8 +37,9 @@ link_pair *links_open(dist_env *d, const device_info *dev)
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
         config.blocking = 1;
         config.splitShare = 0;  // resources of its own: shared ones would order its calls after the other's
-        // the split is a call on the non-blocking parent: NCCL_CHECK polls it until the new one exists
+        // the split is a call on the non-blocking parent: it may answer before the new one exists
         NCCL_CHECK(d, ncclCommSplit(d->comm, 0, d->rank, &both[k]->comm, &config));
+        dist_split_ready(d, &both[k]->comm);
         // the hand-overs start as soon as they may, ahead of the compute stream's queued blocks
         CUDA_CHECK(cudaStreamCreateWithPriority(&both[k]->stream, cudaStreamNonBlocking, dev->priority_greatest));
     }
