@@ -484,7 +484,7 @@ tl_figures tl_analyse(const timeline *t, uint64_t lo, uint64_t hi)
             break;
         case TL_H2D: f.h2d++; f.copies++; f.pageable_copies += e->pageable; break;
         case TL_D2H: f.d2h++; f.copies++; f.pageable_copies += e->pageable; break;
-        case TL_COPY: f.copies++; f.other_copies++; break;
+        case TL_COPY: f.copies++; break;
         case TL_SYNC: f.host_syncs++; break;
         case TL_HOST: f.graph_launches += e->range == TL_RANGE_ISSUE && e->graph != 0; break;
         }

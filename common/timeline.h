@@ -114,7 +114,6 @@ typedef struct {
     double largest_gap_ms;    // longest time with no kernel and no copy
     int kernels, own_kernels; // own: not a library's (see tl_library_kernel)
     int h2d, d2h, copies;
-    int other_copies;         // copies neither to nor from the host: device to device, memsets
     int pageable_copies;
     int host_syncs;           // CUPTI: event, stream and device synchronisations
     int graph_kernels;        // kernels that ran as nodes of a CUDA graph

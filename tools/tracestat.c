@@ -206,8 +206,9 @@ int main(int argc, char **argv)
 
     tl_figures f = tl_analyse(&t, start, end);
     printf("program=%s\nwindow=%s\nspan_ms=%.6f\n", t.program, phase ? phase : "all", f.span_ms);
+    // other_copies: neither to nor from the host (device to device, memsets)
     printf("kernels=%d\nown_kernels=%d\nh2d=%d\nd2h=%d\ncopies=%d\nother_copies=%d\npageable_copies=%d\nhost_syncs=%d\n",
-           f.kernels, f.own_kernels, f.h2d, f.d2h, f.copies, f.other_copies, f.pageable_copies, f.host_syncs);
+           f.kernels, f.own_kernels, f.h2d, f.d2h, f.copies, f.copies - f.h2d - f.d2h, f.pageable_copies, f.host_syncs);
     // kernels that ran as nodes of a CUDA graph, and the cudaGraphLaunch calls that launched them (lesson 11)
     printf("graph_kernels=%d\ngraph_launches=%d\n", f.graph_kernels, f.graph_launches);
     printf("gpu_busy=%.6f\ncopy_hidden=%.6f\nh2d_hidden=%.6f\nkernel_copy_overlap_ms=%.6f\nhost_blocked=%.6f\n",
