@@ -156,7 +156,11 @@ endif
 # Host-only tools (trace analysis, JSON check, grading): plain C11, no GPU needed.
 $(BUILD)/tools/%: tools/%.c $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< $(COMMON_LIB) -lm $(if $(SAN),-fsanitize=$(SAN)) -o $@
+	$(CC) $(CFLAGS) $< $(COMMON_LIB) $(TOOL_LIBS) -lm $(if $(SAN),-fsanitize=$(SAN)) -o $@
+
+# gpu-probe asks the CUDA runtime (cudaGetDeviceCount): the one tool that links it
+$(BUILD)/tools/gpu-probe: TOOL_LIBS = $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefix -Wl$(comma)-rpath=,$(CUDA_LIBDIRS)) -lcudart -ldl
+comma := ,
 
 # lessons/ is generated from solutions/: each BEGIN/END SOLUTION region becomes a TODO.
 lessons:

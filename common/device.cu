@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "gpus.h"  // defines: gpu_count (the count, or the reason there is none)
 
 // An empty kernel: launching it proves that this build has code for the GPU.
 __global__ void probe_build_kernel(void) {}
@@ -20,14 +21,15 @@ static void no_gpu(const char *prog, const char *why, cudaError_t err)
 
 void gpu_open(const char *prog, device_info *info)
 {
-    int count = 0;
-    cudaError_t err = cudaGetDeviceCount(&count);
-    if (err != cudaSuccess) no_gpu(prog, "cudaGetDeviceCount failed", err);
-    if (count == 0) no_gpu(prog, "no CUDA device found", cudaErrorNoDevice);
+    char why[256];
+    if (gpu_count(why, sizeof why) == 0) {
+        fprintf(stderr, "%s: no usable GPU: %s\n", prog, why);
+        exit(EXIT_NO_GPU);
+    }
     // the device the program chose with cudaSetDevice before this call (lesson 12: its
     // rank's, LOCAL_RANK), else device 0
     int dev = 0;
-    err = cudaGetDevice(&dev);
+    cudaError_t err = cudaGetDevice(&dev);
     if (err != cudaSuccess) no_gpu(prog, "cudaGetDevice failed", err);
     err = cudaSetDevice(dev);
     if (err != cudaSuccess) no_gpu(prog, "cudaSetDevice failed", err);

@@ -55,16 +55,27 @@ ref() {
     "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$REF_BIN/$name" "$@"
 }
 
-# Decide once per file whether a GPU is usable (bats 1.8.2: never skip in setup_file).
+# Decide once per file whether a GPU is usable (bats 1.8.2: never skip in setup_file), and
+# count the GPUs this process may use: the CUDA runtime's count (tools/gpu-probe), never
+# nvidia-smi's text. GPU_WHY names the real cause once (no driver, a driver too old, none
+# visible), or what lesson 05 said when a GPU is there but cannot run the course's code.
 detect_gpu() {
     if [ -z "${HAVE_GPU:-}" ]; then
-        HAVE_GPU=0
-        GPU_WHY="$("$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 2>&1 >/dev/null | head -n 1)"
-        if "$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 >/dev/null 2>&1; then
-            HAVE_GPU=1
-            GPU_WHY=""
+        HAVE_GPU=0 GPUS=0
+        local probe
+        probe=$("$TOOLS/gpu-probe" 2>&1)
+        GPUS=$(sed -n 's/^gpus=//p' <<<"$probe")
+        GPUS=${GPUS:-0}
+        if [ ! -x "$TOOLS/gpu-probe" ]; then
+            GPU_WHY="$TOOLS/gpu-probe is not built (run make)"
+        elif [ "$GPUS" -eq 0 ]; then
+            GPU_WHY="no usable GPU: $(sed -n 's/^why=//p' <<<"$probe")"
+        elif "$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 >/dev/null 2>&1; then
+            HAVE_GPU=1 GPU_WHY=""
+        else
+            GPU_WHY="$("$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 2>&1 >/dev/null | head -n 1)"
         fi
-        export HAVE_GPU GPU_WHY
+        export HAVE_GPU GPU_WHY GPUS
     fi
 }
 
