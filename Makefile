@@ -55,7 +55,8 @@ LDLIBS += -Xcompiler -fsanitize=$(SAN)
 endif
 
 LESSONS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
-COMMON_C := $(filter-out common/dist.c,$(wildcard common/*.c))  # dist.c needs NCCL: built below
+DIST_C := $(wildcard common/dist_*.c)  # the bootstrap of several ranks needs NCCL: built below
+COMMON_C := $(filter-out $(DIST_C),$(wildcard common/*.c))
 COMMON_CU := $(wildcard common/*.cu)
 COMMON_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_C)) \
               $(patsubst common/%.cu,$(BUILD)/common/%.cu.o,$(COMMON_CU))
@@ -91,7 +92,7 @@ NCCL_STATUS := NCCL not found ($(if $(NCCL_H),no libnccl.so,no nccl.h) in $(if $
 SOLUTION_BINS := $(filter-out $(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)),$(SOLUTION_BINS))
 LESSON_BINS := $(filter-out $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)),$(LESSON_BINS))
 endif
-DIST_OBJ := $(BUILD)/common/dist.o
+DIST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(DIST_C))
 
 .PHONY: all solutions lesson-bins tools lessons demo test setup bench timelines check next grade dev-check clean arch
 .DEFAULT_GOAL := all
@@ -132,9 +133,9 @@ $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $(COMMON_LIB) 
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS) -o $@
 
-# The NCCL lessons also link common/dist.c (the bootstrap: ranks, rendezvous, communicator) and NCCL.
+# The NCCL lessons also link common/dist_*.c (the bootstrap: ranks, rendezvous, communicator) and NCCL.
 ifeq ($(NCCL_MISSING),)
-$(DIST_OBJ): common/dist.c common/*.h
+$(DIST_OBJ): $(BUILD)/common/%.o: common/%.c common/*.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(NCCL_CFLAGS) -c $< -o $@
 

@@ -1,53 +1,61 @@
-// dist.h: the bootstrap of a data-parallel program: one process per GPU, each a rank
-// of an NCCL communicator. Lesson 12 stands on it; what it teaches is the overlap.
+// dist.h: the bootstrap of a program of several ranks, one process per GPU, each a rank of
+// NCCL communicators. Lessons 12 and 13 stand on it; what they teach is what they do with it.
 // In the order main calls it:
 //
-//   dist_init           who this process is, from its launcher: RANK, WORLD_SIZE,
-//                       LOCAL_RANK, LOCAL_WORLD_SIZE (tools/launch, torchrun), or
-//                       OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE (mpirun);
-//                       neither: one rank. Touches no GPU.
+//   dist_init           who this process is, from its launcher: RANK, WORLD_SIZE, LOCAL_RANK,
+//                       LOCAL_WORLD_SIZE (tools/launch, torchrun); OMPI_COMM_WORLD_* (mpirun);
+//                       SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (srun); none: one rank.
+//                       Touches no GPU. (dist_env.c)
 //   dist_configure      the rendezvous folder (--rendezvous, else $RENDEZVOUS_DIR), which
 //                       every rank must see; several ranks need one (exit code 2).
 //   dist_select_device  cudaSetDevice(LOCAL_RANK); more ranks on this machine than GPUs:
-//                       exit code 3.
-//   dist_connect        rank 0 writes NCCL's unique id into the folder (a temporary file,
-//                       then rename: the others never read half a file), the others wait
-//                       for it with a time limit; then ncclCommInitRankConfig with a
-//                       non-blocking communicator (config.blocking = 0), polled.
-//   NCCL_CHECK          every NCCL call. With a non-blocking communicator a call may answer
-//                       ncclInProgress: NCCL is still issuing it from a thread of its own,
-//                       and nothing else may be queued on its stream until
-//                       ncclCommGetAsyncError says ncclSuccess. NCCL_CHECK polls until then;
-//                       an error aborts.
-//   dist_event_wait     the host's wait for an event, polled: meanwhile it asks NCCL for an
-//                       asynchronous error, looks for a note left by a rank that failed,
-//                       and watches the time limit (--timeout-s). On any of them it aborts.
-//   dist_fail           this rank stops with an error: it leaves a note in the folder
-//                       (failed.RUN.rankR), says why, and exits with code 1.
-//   dist_abort          another rank failed, or NCCL did: ncclCommAbort (NCCL's kernels
-//                       stop waiting for the dead rank), one line naming the failed rank,
-//                       exit code 1. No rank hangs.
-//   dist_finish         ncclCommFinalize (polled), then ncclCommDestroy.
+//                       exit code 3 (tools/launch --simulate-nodes runs them on one GPU).
+//   dist_connect        rank 0 writes NCCL's unique id into the folder, the others wait for it
+//                       (dist_rendezvous.c: ids of earlier runs are never read as this run's);
+//                       then ncclCommInitRankConfig, non-blocking, polled; then every rank says
+//                       which GPU it runs on: several ranks on one GPU are simulated nodes.
+//   NCCL_CHECK          every NCCL call, on any communicator the rank holds (dist_watch.c).
+//                       While the call runs a watchdog thread watches it: a call that blocks
+//                       (a connect, a finalize, an abort) cannot outlive another rank's failure
+//                       or --timeout-s. A non-blocking call that answers ncclInProgress is
+//                       polled until every communicator is done with what it was issuing.
+//   dist_event_wait     the host's wait for an event, polled: meanwhile it asks every
+//                       communicator for an asynchronous error, looks for a note left by a
+//                       rank that failed, and watches --timeout-s. On any of them it aborts.
+//   dist_split_ready    after ncclCommSplit: waits until the new communicator exists, and
+//                       watches it with the others.
+//   dist_fail           this rank stops with an error: it leaves a note in the folder, says
+//                       why, aborts every communicator, exits with code 1.
+//   dist_hang           this rank stops answering, as a GPU that hangs: the others, and this
+//                       rank itself, give up after --timeout-s (the path a note cannot take).
+//   dist_abort          another rank failed, NCCL did, or the time ran out: ncclCommAbort of
+//                       every communicator, one line naming the failed rank, exit code 1.
+//   dist_finish         ncclCommFinalize and ncclCommDestroy of every communicator: a normal end.
 //
-// A rank that exits early for any other reason after the rendezvous began (a CUDA
-// error, a failed check) leaves a note too (an atexit handler), so that the others
-// stop at once rather than at the time limit.
+// A rank that exits early for any other reason after the rendezvous began (a CUDA error, a
+// failed check) leaves a note too (an atexit handler), so that the others stop at once.
 #ifndef COMMON_DIST_H
 #define COMMON_DIST_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <cuda_runtime.h>  // cudaEvent_t, cudaStream_t, cudaError_t
 #include <nccl.h>          // ncclComm_t, ncclResult_t, the collectives
+
+#include "args.h"  // arg_spec
+#include "json.h"  // json_writer
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define DIST_TIMEOUT_S 30.0  // the longest wait for another rank, by default (--timeout-s)
+#define DIST_MAX_COMMS 8     // communicators one rank holds at most (13: the parent and two links)
 
-typedef enum { DIST_ALONE, DIST_LAUNCH, DIST_MPIRUN } dist_launcher;
+typedef enum { DIST_ALONE, DIST_LAUNCH, DIST_MPIRUN, DIST_SRUN } dist_launcher;
 
 typedef struct {
     const char *prog;
@@ -56,49 +64,77 @@ typedef struct {
     int local_rank;           // on this machine: its GPU
     int local_world;          // ranks on this machine (0: the launcher did not say)
     dist_launcher launcher;
+    int simulate_asked;       // tools/launch --simulate-nodes said so (SIMULATED_NODES=1)
     char folder[1024];        // the rendezvous folder ("" with one rank and none given)
-    char run[64];             // names this run's files in the folder: RUN_ID, or the MPI job's
+    char run[64];             // names this run's files in the folder: RUN_ID, the job's, or "run"
     double timeout_s;
-    double started_s;         // this process's start (wall clock): older failure notes are stale
-    ncclComm_t comm;          // NULL until dist_connect
+    double started_s;         // this process's start (wall clock)
+
+    // after dist_connect
+    ncclComm_t comm;          // the parent communicator, every rank in it; NULL before
+    char fingerprint[17];     // this run's own: a hash of NCCL's unique id ("" before)
+    int gpus;                 // distinct GPUs the ranks run on (host name and GPU UUID)
+    int simulated;            // simulated nodes: several ranks share a GPU, or the launcher said so
+
+    // every communicator this rank holds, the parent first: watched and aborted together
+    ncclComm_t comms[DIST_MAX_COMMS];
+    const char *comm_names[DIST_MAX_COMMS];
+    int ncomms;
+
+    // the NCCL call in progress, for the watchdog thread (read and written atomically)
+    const char *inside;       // the call as written, or NULL
+    long long inside_since_ns;
+    pthread_t watchdog;
+    int watchdog_running;
+
     int connecting;           // dist_connect has begun: an early exit from now on leaves a note
-    int stopping;             // dist_fail or dist_abort is under way
+    int stopping;             // dist_fail, dist_abort or the watchdog is stopping this rank
     int finished;             // dist_finish ran: a normal end, no note
 } dist_env;
 
-// Reads the launcher's environment (exit code 2 when its values do not add up) and
-// names the process. Also sets NCCL_NVLS_ENABLE=0: NVLink multicast stays off on the
-// course's shared machines. Call first: args_parse's messages use d->name.
+// Reads the launcher's environment (exit code 2 when its values do not add up) and names the
+// process. Also sets NCCL_NVLS_ENABLE=0: NVLink multicast stays off on the course's shared
+// machines. Call first: args_parse's messages use d->name.
 void dist_init(dist_env *d, const char *prog);
 
-// The rendezvous folder (`folder`, else $RENDEZVOUS_DIR) and the time limit of every
-// wait for another rank. Exit code 2 when a folder is named but does not exist, or
-// when several ranks have none.
+// The rendezvous folder (`folder`, else $RENDEZVOUS_DIR) and the time limit of every wait for
+// another rank. Exit code 2 when a folder is named but does not exist, or when several ranks
+// have none.
 void dist_configure(dist_env *d, const char *folder, double timeout_s);
 
-// cudaSetDevice(LOCAL_RANK). Exit code 3 when this machine has fewer GPUs than ranks
-// on it. Where there is no GPU at all it returns: gpu_open says so (exit code 3).
+// cudaSetDevice(LOCAL_RANK). Exit code 3 when this machine has fewer GPUs than ranks on it.
+// Where there is no GPU at all it returns: gpu_open says so (exit code 3).
 void dist_select_device(dist_env *d);
 
-// The rendezvous and the communicator. Every rank calls it.
+// The rendezvous, the parent communicator, and which GPU every rank runs on. Every rank calls
+// it, after gpu_open.
 void dist_connect(dist_env *d);
 
-// Polls `event` until it has completed; returns cudaSuccess, or the CUDA error. Aborts
-// (does not return) when another rank failed, NCCL reported an error, or nothing
-// happened for --timeout-s. Use it inside HOST_SYNC or SLOT_WAIT like any CUDA wait.
+// Polls `event` until it has completed; returns cudaSuccess, or the CUDA error. Aborts (does
+// not return) when another rank failed, NCCL reported an error, or nothing happened for
+// --timeout-s. Use it inside HOST_SYNC or SLOT_WAIT like any CUDA wait.
 cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event);
 
-// Checks an NCCL call on d's communicator, polling while it is in progress.
-#define NCCL_CHECK(d, expr) dist_check_nccl_((d), (expr), #expr, __FILE__, __LINE__)
+// Checks an NCCL call on any of d's communicators, the watchdog watching it while it runs.
+#define NCCL_CHECK(d, expr)                                                  \
+    do {                                                                     \
+        dist_enter_((d), #expr);                                             \
+        dist_check_nccl_((d), (expr), #expr, __FILE__, __LINE__);            \
+    } while (0)
+void dist_enter_(dist_env *d, const char *expr);
 void dist_check_nccl_(dist_env *d, ncclResult_t result, const char *expr, const char *file, int line);
 
-// After ncclCommSplit of the non-blocking communicator: polls the parent, waits for NCCL to
-// write the new one (it may answer before then, *child still NULL), then polls the new one:
-// a second split or call on the parent before then fails. One clear line and exit 1 on an error.
-void dist_split_ready(dist_env *d, ncclComm_t *child);
+// After ncclCommSplit of the non-blocking parent: waits for NCCL to write the new communicator
+// (it may answer before then, *child still NULL), polls it until it is ready, and watches it
+// from then on under `name` ("the forward link"). One line and exit 1 on an error.
+void dist_split_ready(dist_env *d, ncclComm_t *child, const char *name);
 
-// This rank stops: leaves its note (the message) for the others, prints the message
-// on stderr, aborts its communicator, exits with code 1.
+// ncclCommFinalize (watched, polled) and ncclCommDestroy of one of d's communicators; *comm
+// becomes NULL. dist_finish does this for every communicator still open, the parent last.
+void dist_close(dist_env *d, ncclComm_t *comm);
+
+// This rank stops: leaves its note (the message) for the others, prints the message on
+// stderr, aborts its communicators, exits with code 1.
 #ifdef __cplusplus
 [[noreturn]]
 #else
@@ -106,8 +142,18 @@ _Noreturn
 #endif
 void dist_fail(dist_env *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// Stops this rank because of what it saw (fmt); names the rank that failed first when
-// one left a note. ncclCommAbort, one line on stderr, exit code 1.
+// This rank stops answering, as when its GPU hangs, and leaves no note: a kernel that spins for
+// an hour on `stream`, and a wait for it. The others give up after --timeout-s, and so does
+// this rank's own wait (it aborts). Prints the message first.
+#ifdef __cplusplus
+[[noreturn]]
+#else
+_Noreturn
+#endif
+void dist_hang(dist_env *d, cudaStream_t stream, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// Stops this rank because of what it saw (fmt); names the rank that failed first when one left
+// a note. ncclCommAbort of every communicator, one line on stderr, exit code 1.
 #ifdef __cplusplus
 [[noreturn]]
 #else
@@ -115,22 +161,41 @@ _Noreturn
 #endif
 void dist_abort(dist_env *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// Gathers `bytes` bytes from every rank into all[] (rank r's at all + r * bytes), on
-// `stream`, and waits (polled). For the checks after the runs.
+// A failure on purpose (--fail-rank R --fail-at-batch N --fail-how error|hang): rank R stops at
+// the top of batch N, with an error (dist_fail: a note, noticed by the others at once) or by
+// hanging (dist_hang: no note, the others give up after --timeout-s).
+typedef enum { DIST_FAULT_ERROR, DIST_FAULT_HANG } dist_fault_how;  // --fail-how's words, in this order
+typedef struct {
+    int rank, at_batch;  // -1: no failure
+    int how;             // dist_fault_how
+} dist_fault;
+void dist_fault_options(dist_fault *f, arg_spec *specs, int *n);  // adds the three options
+void dist_fault_check(const dist_env *d, const dist_fault *f, int batches);  // usage errors: exit code 2
+void dist_fault_inject(dist_env *d, const dist_fault *f, long batch, cudaStream_t stream);  // at batch N, on rank R
+
+// Gathers `bytes` bytes from every rank into all[] (rank r's at all + r * bytes), on `stream`,
+// and waits (polled). For the checks after the runs.
 void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream);
 
-// ncclCommFinalize (polled) and ncclCommDestroy: a normal end.
+// Every communicator finalized and destroyed, the watchdog stopped: a normal end.
 void dist_finish(dist_env *d);
 
-// `path` for this rank: "t.json" becomes "t.rank1.json" (any other name gains ".rank1")
-// when there are several ranks, so that every rank writes its own file.
+// `path` for this rank: "t.json" becomes "t.rank1.json" (any other name gains ".rank1") when
+// there are several ranks, so that every rank writes its own file.
 void dist_rank_path(const dist_env *d, const char *path, char *out, size_t size);
 
 // "2.28.9": the NCCL library this process runs with.
 void dist_nccl_version(char *out, size_t size);
 
-// "tools/launch or torchrun", "mpirun", "none".
+// "tools/launch or torchrun", "mpirun", "srun", "none".
 const char *dist_launcher_name(dist_launcher l);
+
+// What the report says of the ranks, after dist_connect: one line ("ranks: 4 on 1 GPU ...")
+// that, under simulated nodes, also says that no timing of the run is a performance figure;
+// and the same in the JSON: world_size, launcher, nccl_version, gpus, simulated_nodes,
+// performance (false under simulated nodes).
+void dist_describe(const dist_env *d, FILE *out);
+void dist_describe_json(const dist_env *d, json_writer *js);
 
 #ifdef __cplusplus
 }

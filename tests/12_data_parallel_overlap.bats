@@ -1,74 +1,24 @@
 #!/usr/bin/env bats
 # Lesson 12: data-parallel training with NCCL, each bucket's all-reduce under the
 # backward pass. Built only where make finds NCCL (`make -s nccl-status` says why
-# not); its checks skip with that reason. The one-rank checks run on any GPU; the
-# two-rank ones (tools/launch -n 2) need two GPUs and skip with the count otherwise.
-# Scored checks (ex:) run the student's step under the test delays first: a missing
-# wait, or a missing all-reduce, diverges there every time, on one rank or two.
+# not); its checks skip with that reason. The one-rank checks run on any GPU. The
+# checks of two and four ranks run on as many GPUs where they are visible, else as
+# simulated nodes on one (tools/launch --simulate-nodes); only the checks of speed
+# wait for separate GPUs. Scored checks (ex:) run the student's step under the test
+# delays first: a missing wait, or a missing all-reduce, diverges there every time.
 
 load helpers
 
 P=12_data_parallel_overlap
-LAUNCH=$ROOT/tools/launch
-TOOLS=$(dirname "$REF_BIN")/tools  # the tools of the build under test (make BUILD=...)
 EX=ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 # SMALL with three buckets: layers 4-3 | 2 | 1 (a quarter MiB closes a bucket)
 SMALL12="$SMALL --bucket-mib 0.25"
 # GPU-heavy, two ranks of 512 samples each: what the overlap hides shows in the step
 HEAVY12="--batches 30 --batch 1024 --hidden 4096 --layers 4 --prep-work 0 --reps 3 --warmup 1"
 
-# GPUs this process may use (CUDA_VISIBLE_DEVICES when set, else nvidia-smi's list)
-count_gpus() {
-    if [ -n "${CUDA_VISIBLE_DEVICES+set}" ]; then
-        tr ',' '\n' <<<"$CUDA_VISIBLE_DEVICES" | grep -c . || true
-    else
-        { nvidia-smi -L 2>/dev/null || true; } | grep -c '^GPU' || true
-    fi
-}
-
 setup_file() {
-    if [ -x "$BIN/$P" ]; then
-        HAVE_NCCL=1 NCCL_WHY=""
-    else
-        HAVE_NCCL=0
-        NCCL_WHY="$(make -s -C "$ROOT" nccl-status 2>/dev/null | head -n 1)"
-        [[ "$NCCL_WHY" == "NCCL not found"* ]] || NCCL_WHY="$BIN/$P is not built (run make)"
-    fi
-    export HAVE_NCCL NCCL_WHY
+    detect_nccl "$P"
     detect_gpu
-    GPUS=$(count_gpus)
-    export GPUS
-}
-
-need_nccl() {
-    [ "$HAVE_NCCL" = 1 ] || skip "$NCCL_WHY"
-}
-
-need_gpu12() {
-    need_nccl
-    need_gpu
-}
-
-need_two_gpus() {
-    need_gpu12
-    [ "${GPUS:-0}" -ge 2 ] || skip "two ranks need two GPUs; ${GPUS:-0} visible"
-}
-
-# run_json2 NAME ARGS...: two ranks of $BIN/$P under tools/launch with --json; rank 0's
-# JSON (it carries every rank's checksums) into $BATS_TEST_TMPDIR/NAME.json, every
-# rank's stderr into NAME.txt.
-run_json2() {
-    local name=$1
-    shift
-    run --separate-stderr "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$LAUNCH" -n 2 "$BIN/$P" "$@" --json
-    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/$name.json"
-    printf '%s\n' "$stderr" >"$BATS_TEST_TMPDIR/$name.txt"
-    if [ "$status" -ne 0 ]; then
-        echo "two ranks of $P $* said:"
-        grep -E "never|poisoned|diverge|differ|NOT|: NO|FAILED|failed|wrong|abort|timed out" <<<"$stderr" |
-            head -n 6 | sed 's/^ */  /'
-    fi
-    jq -e . "$BATS_TEST_TMPDIR/$name.json" >/dev/null || fail "$name: rank 0's --json output is not valid JSON"
 }
 
 # rel A B: |A - B| / |B|
@@ -96,7 +46,7 @@ rel() {
     need_nccl
     run prog "$P" --help
     assert_success
-    for option in --overlap --bucket-mib --rendezvous --timeout-s --fail-rank --fail-at-batch --delay-on --trace --json; do
+    for option in --overlap --bucket-mib --rendezvous --timeout-s --fail-rank --fail-at-batch --fail-how --delay-on --trace --json; do
         assert_output --partial -- "$option"
     done
 }
@@ -109,6 +59,7 @@ rel() {
     check_rejects "$P" timeout-s abc 0 3601
     check_rejects "$P" fail-rank abc -1 65536
     check_rejects "$P" fail-at-batch abc -1
+    check_rejects "$P" fail-how abc 1 both
     check_rejects "$P" rendezvous /nonexistent-folder
 }
 
@@ -151,7 +102,8 @@ rel() {
     assert_equal "$(grep -c "no usable GPU" <<<"$stderr")" 2
 }
 
-@test "12 tools/launch: the environment of every rank, a fresh folder, exit codes, and ranks outliving a failed one stopped" {
+@test "12 tools/launch: the environment of every rank, simulated nodes, a fresh folder and run id, exit codes, and ranks outliving a failed one stopped" {
+    first_run="" hosts=""
     cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
 #!/usr/bin/env bash
 echo "$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $RUN_ID $NCCL_NVLS_ENABLE $RENDEZVOUS_DIR" >"$OUT/rank$RANK"
@@ -168,9 +120,31 @@ EOF
     assert_success
     for k in 0 1 2; do
         read -r rank world local lworld run nvls dir <"$OUT/rank$k"
-        assert_equal "$rank $world $local $lworld $run $nvls" "$k 3 $k 3 run 0"
+        assert_equal "$rank $world $local $lworld $nvls" "$k 3 $k 3 0"
+        [[ "$run" == launch-* ]] || fail "no fresh run id: $run"
+        [ -z "$first_run" ] || assert_equal "$run" "$first_run"  # one id for the ranks of one launch
+        first_run=$run
     done
     [ ! -e "$dir" ] || fail "the fresh rendezvous folder $dir was not removed"
+    # every launch a run id of its own: no file of an earlier launch is taken for this one's
+    run "$LAUNCH" -n 1 "$BATS_TEST_TMPDIR/rank"
+    read -r _ _ _ _ run _ _ <"$OUT/rank0"
+    [ "$run" != "$first_run" ] || fail "two launches, one run id: $run"
+    # simulated nodes: every rank a node of its own on the first GPU, over loopback sockets
+    cat >"$BATS_TEST_TMPDIR/sim" <<'EOS'
+#!/usr/bin/env bash
+echo "$RANK $LOCAL_RANK $LOCAL_WORLD_SIZE $NCCL_SOCKET_IFNAME $NCCL_IB_DISABLE $SIMULATED_NODES $NCCL_HOSTID" >"$OUT/sim$RANK"
+EOS
+    chmod +x "$BATS_TEST_TMPDIR/sim"
+    run "$LAUNCH" -n 3 --simulate-nodes "$BATS_TEST_TMPDIR/sim"
+    assert_success
+    for k in 0 1 2; do
+        read -r rank local lworld ifname ib sim hostid <"$OUT/sim$k"
+        assert_equal "$rank $local $lworld $ifname $ib $sim" "$k 0 1 lo 1 1"
+        hosts="$hosts $hostid"
+    done
+    assert_equal "$(tr ' ' '\n' <<<"$hosts" | grep -c .)" 3
+    assert_equal "$(tr ' ' '\n' <<<"$hosts" | grep . | sort -u | wc -l)" 3  # a host id each
     # a folder given: used, kept, and cleared of what an earlier run of the same id left
     mkdir "$BATS_TEST_TMPDIR/rv"
     touch "$BATS_TEST_TMPDIR/rv/failed.job7.rank1" "$BATS_TEST_TMPDIR/rv/nccl-id.job7" "$BATS_TEST_TMPDIR/rv/other"
@@ -247,7 +221,7 @@ EOF
 
 # bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 one rank: every run bit-identical to the reference under every test delay, in both overlap modes" {
-    need_gpu12
+    need_nccl_gpu
     for mode in buckets none; do
         assert_verified_under_delays "$P" $SMALL12 --overlap $mode
         f=$BATS_TEST_TMPDIR/v.json
@@ -267,7 +241,7 @@ EOF
 
 # bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 one rank gives the course's 06 losses and weights, bit for bit, for any bucket size, launched or not" {
-    need_gpu12
+    need_nccl_gpu
     run --separate-stderr ref 06_per_batch_sync $SMALL --json
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
     want="$(json_get "$BATS_TEST_TMPDIR/a.json" loss_checksum) $(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
@@ -290,7 +264,7 @@ EOF
 
 # bats test_tags=gpu,ex:12-bucket-plan
 @test "12 buckets follow the backward pass: last layer first, one per layer when small, one in all when large" {
-    need_gpu12
+    need_nccl_gpu
     for pair in "0.25 4-3|2|1" "0.001 4|3|2|1" "1000 4-1"; do
         mib=${pair%% *} plan=${pair#* }
         run_json r "$P" $SMALL --bucket-mib "$mib" --reps 1 --warmup 0
@@ -302,7 +276,7 @@ EOF
 
 # bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 one rank, trace: one all-reduce per bucket and batch on the comm stream, every step's kernels there" {
-    need_gpu12
+    need_nccl_gpu
     assert_verified_under_delays "$P" $SMALL12
     run --separate-stderr prog "$P" $SMALL12 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
     assert_success
@@ -323,18 +297,18 @@ EOF
 }
 
 # ----------------------------------------------------------------------------
-# two ranks: two GPUs
+# two and four ranks: as many GPUs, or simulated nodes on one
 
 # bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 two ranks: bit-identical to the reference on every rank, the same weights everywhere, under every test delay" {
-    need_two_gpus
+    need_nccl_gpu
     # with two ranks every average is one sum of two numbers, whatever NCCL's algorithm;
     # fixed anyway, so that nothing but the program varies between runs
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
     for mode in buckets none; do
         for delay in "${DELAYS[@]}"; do
             # shellcheck disable=SC2086
-            run_json2 v $SMALL12 --overlap $mode $delay
+            run_ranks 2 v "$P" $SMALL12 --overlap $mode $delay
             [ "$status" -eq 0 ] || fail "two ranks, --overlap $mode $delay: not verified (exit code $status)"
             f=$BATS_TEST_TMPDIR/v.json
             assert_equal "$(json_get "$f" world_size)" 2
@@ -348,18 +322,38 @@ EOF
     done
     # two runs of the same configuration: the same bits
     sums=$(json_get "$f" weights_checksums)
-    run_json2 w $SMALL12 --overlap none
+    run_ranks 2 w "$P" $SMALL12 --overlap none
     assert_success
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/w.json" weights_checksums)" "$sums"
 }
 
 # bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
+@test "12 four ranks: bit-identical to the reference on every rank, in both overlap modes and under each test delay" {
+    need_nccl_gpu
+    export NCCL_ALGO=Ring NCCL_PROTO=Simple
+    for args in "--overlap buckets" "--overlap none" "--delay-us $DELAY_US --delay-on compute" \
+        "--delay-us $DELAY_US --delay-on copy"; do
+        # shellcheck disable=SC2086
+        run_ranks 4 v "$P" $SMALL12 $args
+        [ "$status" -eq 0 ] || fail "four ranks, $args: not verified (exit code $status)"
+        f=$BATS_TEST_TMPDIR/v.json
+        assert_equal "$(json_get "$f" world_size) $(json_get "$f" shard_batch)" "4 16"
+        assert_equal "$(json_get "$f" matches_reference)" true
+        assert_equal "$(json_get "$f" runs_identical)" true
+        assert_equal "$(json_get "$f" ranks_identical)" true
+        assert_equal "$(json_get "$f" ranks_verified)" true
+        assert_equal "$(json_get "$f" losses_once)" true
+        assert_equal "$(json_get "$f" weights_checksums | tr ',' '\n' | sort -u | wc -l)" 1  # one model on every rank
+    done
+}
+
+# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 two ranks: the losses of the whole batch, within 1e-4 of one GPU training the same global batch" {
-    need_two_gpus
+    need_nccl_gpu
     run --separate-stderr ref 06_per_batch_sync $SMALL --json
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
     for on in compute copy; do  # under each test delay: the delays change the timing, never the bits
-        run_json2 r $SMALL12 --delay-us "$DELAY_US" --delay-on $on
+        run_ranks 2 r "$P" $SMALL12 --delay-us "$DELAY_US" --delay-on $on
         assert_success
         for key in loss_first loss_last; do
             d=$(rel "$(json_get "$BATS_TEST_TMPDIR/r.json" $key)" "$(json_get "$BATS_TEST_TMPDIR/a.json" $key)")
@@ -367,72 +361,104 @@ EOF
         done
     done
     # and against the CPU in double precision, trained on the whole batch
-    run_json2 c $TINY --check-cpu
+    run_ranks 2 c "$P" $TINY --check-cpu
     assert_success
     assert_num "$(json_get "$BATS_TEST_TMPDIR/c.json" cpu_check_max_rel)" "<=" 1e-4 "relative difference from the CPU"
 }
 
-# Not tagged ex:12-update-wait: at this size every all-reduce but the last ends long before
-# the updates are issued, so a missing wait there may go unseen (the checks above catch it).
 # bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
-@test "12 two ranks: the overlap pays: buckets faster than none, most of the all-reduce hidden (same run)" {
-    need_two_gpus
-    run_json2 r $HEAVY12
-    assert_success
-    f=$BATS_TEST_TMPDIR/r.json
-    assert_num "$(json_get "$f" buckets_step_ms)" "<" "$(json_get "$f" none_step_ms)" "buckets step against none"
-    # (t_none - t_buckets) / min(t_allreduce alone, t_backward alone)
-    assert_num "$(json_get "$f" comm_hidden_share)" ">=" 0.3 "share of the all-reduce hidden"
-    assert_num "$(json_get "$f" comm_busbw_gbs)" ">" 0 "bus bandwidth"
-}
-
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
-@test "12 two ranks, traces: one per rank, merged with a process row each; communication hidden with buckets, not without" {
-    need_two_gpus
-    run_json2 r $HEAVY12 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
+@test "12 two ranks, traces: one per rank, merged with a process row each; one all-reduce per bucket and batch" {
+    need_nccl_gpu
+    run_ranks 2 r "$P" $SMALL12 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
     assert_success
     for r in 0 1; do
         run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.rank$r.json" --check
         assert_success
+        s=$BATS_TEST_TMPDIR/s$r.txt
+        "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.rank$r.json" --window run >"$s"
+        # 40 batches x 3 buckets, and the all-reduce of the run's losses
+        assert_equal "$(kv_get "$s" comm_kernels)" $((40 * 3 + 1))
+        assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" $((40 * 3))
+        assert_equal "$(kv_get "$s" dropped)" 0
     done
     run "$TOOLS/tracestat" --merge "$BATS_TEST_TMPDIR/m.json" "$BATS_TEST_TMPDIR/t.rank0.json" "$BATS_TEST_TMPDIR/t.rank1.json"
     assert_success
     assert_equal "$(grep -c '"name":"process_name"' "$BATS_TEST_TMPDIR/m.json")" 2
     run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/m.json" --check
     assert_success
+}
+
+# bats test_tags=gpu
+@test "12 a rank that fails stops every rank well under the time limit (its note), the failed one named, two and four ranks" {
+    need_nccl_gpu
+    assert_stops_by_note "$P" 2 $SMALL12
+    assert_stops_by_note "$P" 4 $SMALL12
+}
+
+# bats test_tags=gpu
+@test "12 a rank that hangs: every rank gives up by itself after --timeout-s, and says so" {
+    need_nccl_gpu
+    assert_stops_by_timeout "$P" 2 $SMALL12
+}
+
+# bats test_tags=gpu
+@test "12 a rendezvous folder with an earlier run's id and notes: skipped, the run passes" {
+    need_nccl_gpu
+    rv=$BATS_TEST_TMPDIR/rv
+    mkdir "$rv"
+    # a crashed run of the same id an hour ago, and another run's notes of today
+    old=$(($(date +%s) - 3600))
+    printf '%0256d %s.000 2\n' 7 "$old" >"$rv/nccl-id.job7"
+    printf -- '- %s.000 an hour-old failure\n' "$old" >"$rv/failed.job7.rank1"
+    printf '0123456789abcdef %s.000 another run, today\n' "$(date +%s)" >"$rv/failed.job7.rank0"
+    # two machines of one rank each, as across hosts: launch leaves the shared folder alone
+    for k in 0 1; do
+        "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$LAUNCH" -n 1 --simulate-nodes --nodes 2 --node-rank $k --rendezvous "$rv" \
+            --run-id job7 "$BIN/$P" $SMALL12 --reps 1 --warmup 0 --timeout-s 30 >"$BATS_TEST_TMPDIR/out$k" 2>&1 &
+        pids[k]=$!
+    done
+    wait "${pids[0]}" || fail "rank 0: exit code $?: $(tail -n 3 "$BATS_TEST_TMPDIR/out0")"
+    wait "${pids[1]}" || fail "rank 1: exit code $?: $(tail -n 3 "$BATS_TEST_TMPDIR/out1")"
+    grep -q "ranks: 2 on 1 GPU" "$BATS_TEST_TMPDIR/out0" || fail "rank 0's report: $(head -n 20 "$BATS_TEST_TMPDIR/out0")"
+    # a fresh id of a run with another rank count: one line, exit code 2
+    printf '%0256d %s.000 4\n' 7 "$(date +%s)" >"$rv/nccl-id.job8"
+    run --separate-stderr env RANK=1 WORLD_SIZE=2 RUN_ID=job8 RENDEZVOUS_DIR="$rv" "$ROOT/tests/timed" 60 "$BIN/$P" $SMALL12
+    assert_equal "$status" 2
+    [[ "$stderr" == *"has 4 ranks, this rank was started as one of 2"* ]] || fail "got: $stderr"
+}
+
+# bats test_tags=gpu
+@test "12 more ranks than GPUs, not simulated: every rank says so with one line, exit code 3" {
+    need_nccl_gpu
+    run --separate-stderr env CUDA_VISIBLE_DEVICES=0 "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 "$BIN/$P" $SMALL
+    assert_equal "$status" 3
+    assert_equal "$(grep -c "no usable GPU for this rank: 2 ranks on this machine.*--simulate-nodes" <<<"$stderr")" 2
+}
+
+# Checks of speed: separate GPUs only. Not tagged ex:12-update-wait: at this size every
+# all-reduce but the last ends long before the updates are issued, so a missing wait there
+# may go unseen (the checks above catch it).
+# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
+@test "12 two GPUs, speed: buckets faster than none in the same run" {
+    need_separate_gpus 2
+    run_ranks 2 r "$P" $HEAVY12
+    assert_success
+    f=$BATS_TEST_TMPDIR/r.json
+    assert_equal "$(json_get "$f" performance)" true
+    assert_num "$(json_get "$f" buckets_step_ms)" "<" "$(json_get "$f" none_step_ms)" "buckets step against none"
+}
+
+# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
+@test "12 two GPUs, speed: the trace shows more of the communication hidden with buckets than without" {
+    need_separate_gpus 2
+    run_ranks 2 r "$P" $HEAVY12 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
+    assert_success
     s=$BATS_TEST_TMPDIR/s.txt
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.rank0.json" --window run >"$s"
     buckets=$(kv_get "$s" comm_hidden)
-    # 30 batches x the buckets, and the all-reduce of the run's losses
-    assert_equal "$(kv_get "$s" comm_kernels)" $((30 * $(json_get "$BATS_TEST_TMPDIR/r.json" buckets) + 1))
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.rank0.json" --window none >"$s"
     none=$(kv_get "$s" comm_hidden)
     assert_num "$buckets" ">" "$(awk -v n="$none" 'BEGIN { print n + 0.2 }')" "comm hidden, buckets ($buckets) against none ($none)"
-}
-
-# bats test_tags=gpu
-@test "12 two ranks: a rank that fails stops every rank within seconds, the failed rank named, nothing hangs" {
-    need_two_gpus
-    for failing in 1 0; do
-        other=$((1 - failing))
-        SECONDS=0
-        # a grace period longer than the check allows: the ranks must stop by themselves
-        run --separate-stderr "$ROOT/tests/timed" 90 "$LAUNCH" -n 2 --grace-s 60 "$BIN/$P" $SMALL12 \
-            --fail-rank "$failing" --fail-at-batch 5 --timeout-s 10
-        assert_equal "$status" 1
-        assert_num "$SECONDS" "<" 45 "seconds until every rank had stopped (rank $failing failing)"
-        [[ "$stderr" == *"$P rank $failing: stopping at batch 5"* ]] || fail "rank $failing's line: $stderr"
-        [[ "$stderr" == *"$P rank $other: rank $failing failed"* ]] || fail "rank $other does not name it: $stderr"
-        [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
-    done
-}
-
-# bats test_tags=gpu
-@test "12 more ranks than GPUs: every rank says so with one line, exit code 3" {
-    need_gpu12
-    run --separate-stderr env CUDA_VISIBLE_DEVICES=0 "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 "$BIN/$P" $SMALL
-    assert_equal "$status" 3
-    assert_equal "$(grep -c "no usable GPU for this rank: 2 ranks on this machine" <<<"$stderr")" 2
 }
 
 # ----------------------------------------------------------------------------

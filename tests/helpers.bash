@@ -63,7 +63,7 @@ detect_gpu() {
     if [ -z "${HAVE_GPU:-}" ]; then
         HAVE_GPU=0 GPUS=0
         local probe
-        probe=$("$TOOLS/gpu-probe" 2>&1)
+        probe=$("$TOOLS/gpu-probe" 2>&1 || true)  # exit code 3: no GPU, and why
         GPUS=$(sed -n 's/^gpus=//p' <<<"$probe")
         GPUS=${GPUS:-0}
         if [ ! -x "$TOOLS/gpu-probe" ]; then
@@ -218,4 +218,114 @@ check_no_gpu_exit() {
     run --separate-stderr env CUDA_VISIBLE_DEVICES= "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$BIN/$name" "$@"
     assert_equal "$status" 3
     [[ "$stderr" == *"no usable GPU"* ]] || fail "expected 'no usable GPU' on stderr, got: $stderr"
+}
+
+# ----------------------------------------------------------------------------
+# Several ranks (lessons 12 and 13). A check of N ranks runs them on N GPUs where that
+# many are visible, else as simulated nodes on one (tools/launch --simulate-nodes: every
+# rank a node of its own, NCCL over loopback sockets): results, order, traces and
+# failures are checked either way. Only a check of speed needs separate GPUs.
+LAUNCH=$ROOT/tools/launch
+
+# detect_nccl PROGRAM: in setup_file; HAVE_NCCL=1 where PROGRAM was built, else the reason.
+detect_nccl() {
+    if [ -x "$BIN/$1" ]; then
+        HAVE_NCCL=1 NCCL_WHY=""
+    else
+        HAVE_NCCL=0
+        NCCL_WHY="$(make -s -C "$ROOT" nccl-status 2>/dev/null | head -n 1)"
+        [[ "$NCCL_WHY" == "NCCL not found"* ]] || NCCL_WHY="$BIN/$1 is not built (run make)"
+    fi
+    export HAVE_NCCL NCCL_WHY
+}
+
+need_nccl() {
+    [ "$HAVE_NCCL" = 1 ] || skip "$NCCL_WHY"
+}
+
+need_nccl_gpu() {
+    need_nccl
+    need_gpu
+}
+
+# need_separate_gpus N: for checks of speed alone.
+need_separate_gpus() {
+    need_nccl_gpu
+    [ "${GPUS:-0}" -ge "$1" ] ||
+        skip "a check of speed: it needs $1 separate GPUs, ${GPUS:-0} visible (simulated nodes time loopback sockets)"
+}
+
+# launch_options N: tools/launch's options for N ranks on this machine.
+launch_options() {
+    if [ "${GPUS:-0}" -ge "$1" ]; then echo "-n $1"; else echo "-n $1 --simulate-nodes"; fi
+}
+
+# run_ranks N NAME PROGRAM ARGS...: N ranks of $BIN/PROGRAM under tools/launch with --json;
+# rank 0's JSON (it carries every rank's figures) into $BATS_TEST_TMPDIR/NAME.json, every
+# rank's stderr into NAME.txt. On a failure, what the ranks found wrong is shown first.
+run_ranks() {
+    local n=$1 name=$2 program=$3
+    shift 3
+    # shellcheck disable=SC2046
+    run --separate-stderr "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$LAUNCH" $(launch_options "$n") "$BIN/$program" "$@" --json
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/$name.json"
+    printf '%s\n' "$stderr" >"$BATS_TEST_TMPDIR/$name.txt"
+    if [ "$status" -ne 0 ]; then
+        echo "$n ranks of $program $* said:"
+        grep -E "never|poisoned|diverge|differ|NOT|: NO|FAILED|failed|wrong|abort|timed out|exercise" <<<"$stderr" |
+            head -n 6 | sed 's/^ */  /'
+    fi
+    jq -e . "$BATS_TEST_TMPDIR/$name.json" >/dev/null || fail "$name: rank 0's --json output is not valid JSON"
+    if [ "${GPUS:-0}" -lt "$n" ] && [ "$status" -eq 0 ]; then  # the program must say it was simulated
+        [ "$(json_get "$BATS_TEST_TMPDIR/$name.json" simulated_nodes)" = true ] ||
+            fail "$name: $n ranks on ${GPUS:-0} GPUs, yet the JSON does not say simulated_nodes"
+        [ "$(json_get "$BATS_TEST_TMPDIR/$name.json" performance)" = false ] ||
+            fail "$name: simulated nodes, yet the JSON does not say performance: false"
+    fi
+}
+
+# assert_stops_by_note PROGRAM RANKS ARGS...: for each rank failing in turn (the last, then
+# the first), --fail-how error at batch 5: every rank stops by itself well under --timeout-s
+# (30 s here), the failed one says so, every other one names it. Returns the seconds taken.
+assert_stops_by_note() {
+    local program=$1 n=$2
+    shift 2
+    for failing in $((n - 1)) 0; do
+        SECONDS=0
+        # a grace period longer than the check allows: the ranks must stop by themselves
+        # shellcheck disable=SC2046
+        run --separate-stderr "$ROOT/tests/timed" 90 "$LAUNCH" $(launch_options "$n") --grace-s 60 "$BIN/$program" \
+            "$@" --fail-rank "$failing" --fail-at-batch 5 --timeout-s 30
+        assert_equal "$status" 1
+        assert_num "$SECONDS" "<" 15 "seconds until every rank had stopped (rank $failing failing, by its note)"
+        [[ "$stderr" == *"$program rank $failing: stopping at batch 5"* ]] || fail "rank $failing's line: $stderr"
+        for ((r = 0; r < n; r++)); do
+            [ "$r" -eq "$failing" ] && continue
+            [[ "$stderr" == *"$program rank $r: rank $failing failed"* ]] || fail "rank $r does not name rank $failing: $stderr"
+        done
+        [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
+    done
+}
+
+# assert_stops_by_timeout PROGRAM RANKS ARGS...: the last rank hangs at batch 5 (its GPU stops
+# answering, no note). The others give up after --timeout-s (8 s), each leaving a note that says
+# so; the hanging rank stops when it reads one. Every rank stops by itself, not long after 8 s,
+# and every rank's line says that the time ran out (its own, or the note it quotes).
+assert_stops_by_timeout() {
+    local program=$1 n=$2
+    shift 2
+    SECONDS=0
+    # shellcheck disable=SC2046
+    run --separate-stderr "$ROOT/tests/timed" 90 "$LAUNCH" $(launch_options "$n") --grace-s 60 "$BIN/$program" "$@" \
+        --fail-rank $((n - 1)) --fail-at-batch 5 --fail-how hang --timeout-s 8
+    assert_equal "$status" 1
+    assert_num "$SECONDS" ">=" 8 "seconds until every rank had stopped (the time limit is 8 s)"
+    assert_num "$SECONDS" "<" 30 "seconds until every rank had stopped (the time limit is 8 s)"
+    [[ "$stderr" == *"$program rank $((n - 1)): hanging at batch 5"* ]] || fail "the hanging rank's line: $stderr"
+    for ((r = 0; r < n; r++)); do
+        grep -q "^$program rank $r: .*nothing happened for 8 s.*(--timeout-s).*aborting" <<<"$stderr" ||
+            fail "rank $r does not say that the time ran out: $stderr"
+    done
+    [[ "$stderr" != *"stopping at batch"* ]] || fail "a rank stopped with an error, not by hanging: $stderr"
+    [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
 }

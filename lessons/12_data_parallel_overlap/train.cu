@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 3232398548): fill in every TODO.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 1994100686): fill in every TODO.
 // train.cu (lesson 12): this rank's shard of a batch; the step, each bucket's all-reduce issued
 // as soon as its gradients are ready (exercises 12-ready, 12-allreduce, 12-update-wait); lesson
 // 08's training loop with polled waits; the synchronous reference every run must match.
@@ -114,9 +114,7 @@ int train_loop(trainer *t, void *ctx)
     data_parallel *e = (data_parallel *)ctx;
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
-        if (e->dist->rank == e->fail_rank && i == e->fail_at_batch)
-            dist_fail(e->dist, "stopping at batch %ld as asked (--fail-rank %d --fail-at-batch %d)", i, e->fail_rank,
-                      e->fail_at_batch);
+        dist_fault_inject(e->dist, &e->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
         if (i >= SLOTS && event_pending(e->copied[s])) SLOT_WAIT(t, dist_event_wait(e->dist, e->copied[s]));

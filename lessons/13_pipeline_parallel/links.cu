@@ -1,6 +1,6 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 346399721): fill in every TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 2140724872): fill in every TODO.
 // links.cu (lesson 13): a communicator and a stream per direction between neighbouring
-// stages, opened, connected and closed; aborted if the process stops early.
+// stages, opened, connected and closed.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,28 +9,16 @@
 
 // the links
 
-
-// Runs when the process exits (on_exit hands it the links, no global needed): a rank that
-// stops early (dist_fail, dist_abort, a failed check) aborts its link communicators too, so
-// that no NCCL kernel of theirs waits on for a rank that is gone. dist_abort and dist_fail
-// abort the one communicator they know, lesson 12's. After links_close there is nothing left.
-static void abort_links_at_exit(int status, void *arg)
-{
-    link_pair *ln = (link_pair *)arg;
-    p2p_link *both[2] = {&ln->fwd, &ln->bwd};
-    for (int k = 0; k < 2; k++)
-        if (both[k]->comm) ncclCommAbort(both[k]->comm);  // its answer does not matter: the process ends
-    free(ln);
-    (void)status;
-}
-
-// Two communicators split from lesson 12's (every rank in both, in the same order), each
-// with a stream. Blocking ones: once connected, ncclSend and ncclRecv only queue work, and a
+// Two communicators split from lesson 12's (every rank in both, in the same order), each with
+// a stream. Blocking ones: once connected, ncclSend and ncclRecv only queue work, where a
 // non-blocking communicator would issue each call from a thread of its own (tens of
-// microseconds, four calls per micro-batch). The host's waits stay polled (dist_event_wait):
-// a failed rank is still noticed, and ncclCommAbort frees the GPU.
+// microseconds, four calls per micro-batch). What blocks is watched all the same: every
+// communicator the rank holds is in dist's watch (dist_split_ready adds it), so a connect or
+// a finalize that waits for a rank that has failed ends with the others' note or --timeout-s,
+// and an abort aborts the links with the parent.
 link_pair *links_open(dist_env *d, const device_info *dev)
 {
+    static const char *const names[2] = {"the forward link", "the backward link"};
     link_pair *ln = (link_pair *)host_calloc(1, sizeof(link_pair), "the links");
     p2p_link *both[2] = {&ln->fwd, &ln->bwd};
     for (int k = 0; k < 2; k++) {
@@ -39,13 +27,12 @@ link_pair *links_open(dist_env *d, const device_info *dev)
         config.splitShare = 0;  // resources of its own: shared ones would order its calls after the other's
         // the split is a call on the non-blocking parent: it may answer before the new one exists
         NCCL_CHECK(d, ncclCommSplit(d->comm, 0, d->rank, &both[k]->comm, &config));
-        dist_split_ready(d, &both[k]->comm);
+        dist_split_ready(d, &both[k]->comm, names[k]);
         // the hand-overs start as soon as they may, ahead of the compute stream's queued blocks
         CUDA_CHECK(cudaStreamCreateWithPriority(&both[k]->stream, cudaStreamNonBlocking, dev->priority_greatest));
     }
     trace_name_stream(ln->fwd.stream, "fwd");
     trace_name_stream(ln->bwd.stream, "bwd");
-    if (on_exit(abort_links_at_exit, ln) != 0) dist_fail(d, "cannot register the links' abort at exit");
     return ln;
 }
 
@@ -75,14 +62,15 @@ void links_connect(pipeline *pp, const mlp_shape *s)
     device_free(buf);
 }
 
-// ncclCommFinalize then ncclCommDestroy of both links: a normal end. Before dist_finish.
+// ncclCommFinalize then ncclCommDestroy of both links (watched: a peer that is gone cannot hold
+// this rank here past --timeout-s): a normal end. Before dist_finish.
 void links_close(pipeline *pp)
 {
     p2p_link *both[2] = {&pp->ln->fwd, &pp->ln->bwd};
     for (int k = 0; k < 2; k++) {
-        NCCL_CHECK(pp->dist, ncclCommFinalize(both[k]->comm));
-        NCCL_CHECK(pp->dist, ncclCommDestroy(both[k]->comm));
-        both[k]->comm = NULL;  // nothing left for the handler at exit
+        dist_close(pp->dist, &both[k]->comm);
         CUDA_CHECK(cudaStreamDestroy(both[k]->stream));
     }
+    free(pp->ln);
+    pp->ln = NULL;
 }

@@ -1,10 +1,12 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 782931954): fill in every TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 909483324): fill in every TODO.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
 //
 // build: make build/solutions/13_pipeline_parallel      (where make finds NCCL: its first line says)
 // run:   build/solutions/13_pipeline_parallel [--micro-batches 8] [--json]       one GPU: one stage
 //        tools/launch -n 2 build/solutions/13_pipeline_parallel [--schedule gpipe]   two GPUs, two stages
+//        tools/launch -n 4 --simulate-nodes build/solutions/13_pipeline_parallel   four stages on one GPU
+//            (each a node of its own, over loopback sockets: every check holds, no timing is performance)
 //        build/solutions/13_pipeline_parallel --show-schedule --stages 4       every stage's order, no GPU
 //
 // One process per GPU, each a rank (common/dist.h, as in lesson 12) and a stage: stage s
@@ -161,12 +163,7 @@ static void check_options(const dist_env *d, const train_options *o, const pipel
     if (o->batch % micro_batches != 0)
         usage_error(d->name, "--batch %d is not divisible by --micro-batches %d: every micro-batch holds as many "
                     "samples", o->batch, micro_batches);
-    if ((pp->fail_rank >= 0) != (pp->fail_at_batch >= 0))
-        usage_error(d->name, "--fail-rank and --fail-at-batch go together: which rank stops, and at which batch");
-    if (pp->fail_rank >= d->world)
-        usage_error(d->name, "--fail-rank %d: there are %d ranks (0 to %d)", pp->fail_rank, d->world, d->world - 1);
-    if (pp->fail_at_batch >= o->batches)
-        usage_error(d->name, "--fail-at-batch %d: the run has %d batches", pp->fail_at_batch, o->batches);
+    dist_fault_check(d, &pp->fault, o->batches);
 }
 
 int main(int argc, char **argv)
@@ -182,7 +179,6 @@ int main(int argc, char **argv)
     pipeline pp;
     memset(&pp, 0, sizeof pp);
     pp.dist = &d;
-    pp.fail_rank = pp.fail_at_batch = -1;
     int first = SCHEDULE_1F1B, stages = d.world, micro_batches = 8, showing = 0;
     double timeout_s = DIST_TIMEOUT_S;
     const char *rendezvous = NULL;
@@ -200,9 +196,7 @@ int main(int argc, char **argv)
     specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
                             "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
     specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
-    specs[n++] =
-        arg_int("fail-rank", &pp.fail_rank, 0, 65535, "R", "with --fail-at-batch: this rank stops with an error");
-    specs[n++] = arg_int("fail-at-batch", &pp.fail_at_batch, 0, 1000000, "N", "with --fail-rank: ... at this batch");
+    dist_fault_options(&pp.fault, specs, &n);
     args_parse(argc, argv, d.name,
                "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).", specs, n);
     check_options(&d, &o, &pp, stages, micro_batches, showing);

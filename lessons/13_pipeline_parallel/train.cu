@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/train.cu, made by `make lessons` (checksum 2432118914): fill in every TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/train.cu, made by `make lessons` (checksum 1574100737): fill in every TODO.
 // train.cu (lesson 13): one micro-batch through this stage, forward and backward, with its
 // hand-overs (exercises 13-send-after-forward, 13-recv-wait, 13-accumulate, 13-slot-return);
 // the training loop; the one-stage reference every run must match.
@@ -241,9 +241,7 @@ int train_loop(trainer *t, void *ctx)
     CUDA_CHECK(cudaMemsetAsync(pp->d_parts, 0xFF, sizeof(float) * parts, t->compute_stream));
     memset(v->crossed, 0, sizeof(long) * CROSSING_KINDS * (size_t)st->micro_batches);
     for (long i = 0; i < n; i++) {
-        if (pp->dist->rank == pp->fail_rank && i == pp->fail_at_batch)
-            dist_fail(pp->dist, "stopping at batch %ld as asked (--fail-rank %d --fail-at-batch %d)", i, pp->fail_rank,
-                      pp->fail_at_batch);
+        dist_fault_inject(pp->dist, &pp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
         if (i >= 2) step_wait(t, pp, i - 2);  // two batches ahead at most: events and buffers stay in their rings
         for (int k = 0; k < v->nops; k++) {
             const step_op *op = &v->ops[k];

@@ -12,7 +12,8 @@
 #include "common/args.h"     // defines: arg_spec, arg_int, arg_double, arg_string, arg_choice, args_parse, usage_error
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          dist_event_wait, NCCL_CHECK, dist_fail, dist_allgather, dist_finish
+                             //          dist_event_wait, NCCL_CHECK, dist_fault_inject, dist_allgather, dist_finish,
+                             //          dist_describe
 #include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_report_to,
                              //          harness_finish
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
@@ -60,7 +61,7 @@ typedef struct {
     cudaEvent_t ref_done;                  // the reference's batch has finished
     cudaEvent_t losses_averaged;           // the run's losses are averaged and back on the host
     float *h_losses, *d_losses;            // the run's losses, on their way through the all-reduce
-    int fail_rank, fail_at_batch;          // --fail-rank, --fail-at-batch (-1: never)
+    dist_fault fault;                      // --fail-rank, --fail-at-batch, --fail-how
 } data_parallel;
 
 typedef struct {

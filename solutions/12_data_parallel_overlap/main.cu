@@ -4,6 +4,8 @@
 // build: make build/solutions/12_data_parallel_overlap      (where make finds NCCL: its first line says)
 // run:   build/solutions/12_data_parallel_overlap [--batches 200] [--json]      one GPU, one rank
 //        tools/launch -n 2 build/solutions/12_data_parallel_overlap [--bucket-mib 25]   two GPUs
+//        tools/launch -n 4 --simulate-nodes build/solutions/12_data_parallel_overlap   four ranks on one GPU
+//            (each a node of its own, over loopback sockets: every check holds, no timing is performance)
 //
 // One process per GPU, each a rank (common/dist.h: the launcher's environment, the
 // rendezvous, the communicator). Every rank holds the whole model. Batch i of --batch
@@ -95,12 +97,7 @@ static void check_options(const dist_env *d, const train_options *o, const data_
     if (o->batch % d->world != 0)
         usage_error(d->name, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard", o->batch,
                     d->world);
-    if ((e->fail_rank >= 0) != (e->fail_at_batch >= 0))
-        usage_error(d->name, "--fail-rank and --fail-at-batch go together: which rank stops, and at which batch");
-    if (e->fail_rank >= d->world)
-        usage_error(d->name, "--fail-rank %d: there are %d ranks (0 to %d)", e->fail_rank, d->world, d->world - 1);
-    if (e->fail_at_batch >= o->batches)
-        usage_error(d->name, "--fail-at-batch %d: the run has %d batches", e->fail_at_batch, o->batches);
+    dist_fault_check(d, &e->fault, o->batches);
 }
 
 int main(int argc, char **argv)
@@ -110,7 +107,7 @@ int main(int argc, char **argv)
     train_options o;
     train_options_default(&o);
     o.batch = SHARD * d.world;
-    data_parallel e = {.dist = &d, .overlap = OVERLAP_BUCKETS, .fail_rank = -1, .fail_at_batch = -1};
+    data_parallel e = {.dist = &d, .overlap = OVERLAP_BUCKETS};
     int first = OVERLAP_BUCKETS;
     double bucket_mib = 25, timeout_s = DIST_TIMEOUT_S;
     const char *rendezvous = NULL;
@@ -123,8 +120,7 @@ int main(int argc, char **argv)
     specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
                             "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
     specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
-    specs[n++] = arg_int("fail-rank", &e.fail_rank, 0, 65535, "R", "with --fail-at-batch: this rank stops with an error");
-    specs[n++] = arg_int("fail-at-batch", &e.fail_at_batch, 0, 1000000, "N", "with --fail-rank: ... at this batch");
+    dist_fault_options(&e.fault, specs, &n);
     args_parse(argc, argv, d.name, "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.",
                specs, n);
     dist_configure(&d, rendezvous, timeout_s);

@@ -123,9 +123,7 @@ int train_loop(trainer *t, void *ctx)
     data_parallel *e = (data_parallel *)ctx;
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
-        if (e->dist->rank == e->fail_rank && i == e->fail_at_batch)
-            dist_fail(e->dist, "stopping at batch %ld as asked (--fail-rank %d --fail-at-batch %d)", i, e->fail_rank,
-                      e->fail_at_batch);
+        dist_fault_inject(e->dist, &e->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
         if (i >= SLOTS && event_pending(e->copied[s])) SLOT_WAIT(t, dist_event_wait(e->dist, e->copied[s]));

@@ -14,8 +14,9 @@
                              //          usage_error
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          dist_event_wait, NCCL_CHECK, dist_fail, dist_allgather, dist_finish,
-                             //          dist_rank_path, dist_nccl_version, dist_launcher_name
+                             //          dist_event_wait, NCCL_CHECK, dist_split_ready, dist_close, dist_fail,
+                             //          dist_fault_inject, dist_allgather, dist_finish, dist_rank_path,
+                             //          dist_describe
 #include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_report_to,
                              //          harness_finish
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
@@ -100,7 +101,7 @@ typedef struct {
     float *d_losses, *h_losses;         // the run's losses, broadcast from the last stage
     cudaEvent_t losses_landed;
     float *d_ref;                       // the reference's activations: every layer, one micro-batch
-    int fail_rank, fail_at_batch;       // --fail-rank, --fail-at-batch (-1: never)
+    dist_fault fault;                   // --fail-rank, --fail-at-batch, --fail-how
 } pipeline;
 
 // One schedule, the loop's context: its order of operations on this stage, its pool, its counts.

@@ -149,22 +149,23 @@ static void print_report(FILE *out, const dist_env *d, const stage_shape *st, co
                          schedule_run *runs[2], const harness_extras *x, schedule_kind first, const pipeline_figures *g)
 {
     int p = st->stages;
-    char version[32], slots[256];
-    dist_nccl_version(version, sizeof version);
-    fprintf(out, "pipeline: %d stage%s (layers %s; launcher: %s, NCCL %s), %d micro-batches of %d samples, %s first\n",
-            p, p == 1 ? "" : "s", g->layers, dist_launcher_name(d->launcher), version, st->micro_batches, st->cols,
-            SCHEDULE_NAMES[first]);
+    char slots[256];
+    const char *not_perf = d->simulated ? " [simulated nodes: not performance]" : "";
+    dist_describe(d, out);
+    fprintf(out, "pipeline: %d stage%s (layers %s), %d micro-batches of %d samples, %s first\n", p, p == 1 ? "" : "s",
+            g->layers, st->micro_batches, st->cols, SCHEDULE_NAMES[first]);
     for (int r = 0; r < p; r++)
         fprintf(out, "  stage %d alone, per micro-batch (median of %d): forward %.3f ms, backward %.3f ms; "
-                     "update %.3f ms\n", r, PART_REPS, all[r].forward_ms, all[r].backward_ms, all[r].update_ms);
+                     "update %.3f ms%s\n", r, PART_REPS, all[r].forward_ms, all[r].backward_ms, all[r].update_ms,
+                not_perf);
     fprintf(out, "  predicted step (critical path, no hand-over time): %.3f ms; without a bubble: %.3f ms; "
-                 "bubble (p-1)/(m+p-1) = %.1f%% of the step\n", g->predicted, g->ideal, 100 * g->bubble);
+                 "bubble (p-1)/(m+p-1) = %.1f%% of the step%s\n", g->predicted, g->ideal, 100 * g->bubble, not_perf);
     for (int k = 0; k < 2; k++) {
         schedule_kind which = runs[k]->kind;
         per_stage(all, p, which, PEAK_SLOTS, slots, sizeof slots);
-        fprintf(out, "  %-5s step %.3f ms (%.2f x predicted; bubble from the step %.1f%%); activation slots per "
+        fprintf(out, "  %-5s step %.3f ms (%.2f x predicted; bubble from the step %.1f%%)%s; activation slots per "
                      "stage: %s\n", SCHEDULE_NAMES[which], x->step_ms[k], x->step_ms[k] / g->predicted,
-                100 * (1 - g->ideal / x->step_ms[k]), slots);
+                100 * (1 - g->ideal / x->step_ms[k]), not_perf, slots);
     }
     fprintf(out, "  crossings per run: %ld activations, %ld errors (%ld each expected): %s\n", g->act, g->error,
             g->expected, g->once ? "every micro-batch once each way" : "NOT once each way");
@@ -176,11 +177,8 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
                          const pipeline_figures *g)
 {
     int p = st->stages;
-    char version[32], list[512], key[64];
-    dist_nccl_version(version, sizeof version);
-    json_int(js, "world_size", d->world);
-    json_str(js, "launcher", dist_launcher_name(d->launcher));
-    json_str(js, "nccl_version", version);
+    char list[512], key[64];
+    dist_describe_json(d, js);
     json_int(js, "stages", p);
     json_str(js, "stage_layers", g->layers);
     json_int(js, "micro_batches", st->micro_batches);

@@ -1,0 +1,357 @@
+// dist_watch.c: every communicator a rank holds, watched in one place (dist.h).
+//
+// Two watchers. The main thread's own waits (dist_event_wait, and the polls of a call that
+// answered ncclInProgress) ask every communicator for an asynchronous error, look for the
+// others' failure notes, and watch --timeout-s; on any of them the rank aborts every
+// communicator and exits. But a call can also block inside NCCL (a blocking communicator's
+// first send connects to its peer, its finalize waits for it; an abort may wait too), and then
+// the main thread watches nothing: a watchdog thread watches the call in progress, and when a
+// note appears or --timeout-s passes, it says why and ends the process (the operating system
+// closes what NCCL held; the others see the note, NCCL's error or their own time limit).
+#define _POSIX_C_SOURCE 200809L
+#include <sched.h>  // sched_yield
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>    // clock_gettime, nanosleep
+#include <unistd.h>  // _exit
+
+#include "check.h"    // CUDA_CHECK
+#include "dist.h"
+#include "dist_parts.h"
+#include "kernels.h"  // launch_spin
+
+#define NOTE_EVERY_S 0.05     // how often a polled wait looks for the others' failure notes
+#define WATCHDOG_EVERY_MS 20  // how often the watchdog looks at the call in progress
+#define ABORT_LIMIT_S 5.0     // aborting every communicator may take this long; then the process ends
+#define HANG_NS 3600000000000LL  // dist_hang's kernel: an hour
+
+double dist_wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+double dist_mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void dist_nap_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static long long mono_ns(void) { return (long long)(dist_mono_s() * 1e9); }
+
+// ----------------------------------------------------------------------------
+// the communicators
+
+void dist_watch(dist_env *d, ncclComm_t comm, const char *name)
+{
+    if (d->ncomms == DIST_MAX_COMMS) dist_abort(d, "more than %d communicators to watch", DIST_MAX_COMMS);
+    d->comms[d->ncomms] = comm;
+    d->comm_names[d->ncomms++] = name;
+}
+
+static void unwatch(dist_env *d, ncclComm_t comm)
+{
+    int k = 0;
+    while (k < d->ncomms && d->comms[k] != comm) k++;
+    if (k == d->ncomms) return;
+    for (; k + 1 < d->ncomms; k++) {
+        d->comms[k] = d->comms[k + 1];
+        d->comm_names[k] = d->comm_names[k + 1];
+    }
+    d->ncomms--;
+    if (d->comm == comm) d->comm = NULL;
+}
+
+// ----------------------------------------------------------------------------
+// stopping
+
+// Only one of the main thread and the watchdog says why the rank stops.
+static int claim_stop(dist_env *d) { return __atomic_exchange_n(&d->stopping, 1, __ATOMIC_SEQ_CST) == 0; }
+
+static void say_stop(const dist_env *d, const char *fmt, va_list ap)
+{
+    char message[512], note[256];
+    vsnprintf(message, sizeof message, fmt, ap);
+    int r = dist_failed_rank(d, note, sizeof note);
+    if (r >= 0)
+        fprintf(stderr, "%s: rank %d failed (%s); %s; aborting\n", d->name, r, note[0] ? note : "no reason given",
+                message);
+    else
+        fprintf(stderr, "%s: %s; aborting\n", d->name, message);
+    fflush(stderr);
+}
+
+// ncclCommAbort of every communicator, the last made first: NCCL's kernels stop waiting for a
+// rank that will never come. The watchdog ends the process if this itself blocks.
+static void abort_all(dist_env *d)
+{
+    __atomic_store_n(&d->inside_since_ns, mono_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&d->inside, "ncclCommAbort", __ATOMIC_RELEASE);
+    for (int k = d->ncomms - 1; k >= 0; k--) ncclCommAbort(d->comms[k]);  // the answers do not matter: we exit
+    d->ncomms = 0;
+    d->comm = NULL;
+}
+
+void dist_abort(dist_env *d, const char *fmt, ...)
+{
+    if (!claim_stop(d)) {  // the watchdog, or an error while stopping: the process ends
+        dist_nap_ms(1000);
+        _exit(EXIT_FAILURE);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    say_stop(d, fmt, ap);
+    va_end(ap);
+    abort_all(d);
+    exit(EXIT_FAILURE);
+}
+
+void dist_fail(dist_env *d, const char *fmt, ...)
+{
+    if (!claim_stop(d)) {
+        dist_nap_ms(1000);
+        _exit(EXIT_FAILURE);
+    }
+    char message[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(message, sizeof message, fmt, ap);
+    va_end(ap);
+    dist_write_note(d, message);  // first: the others read it
+    fprintf(stderr, "%s: %s\n", d->name, message);
+    fflush(stderr);
+    abort_all(d);
+    exit(EXIT_FAILURE);
+}
+
+// ----------------------------------------------------------------------------
+// what every polled wait checks
+
+typedef struct {
+    double since, next_note;
+    const char *what;  // what this rank is waiting for, for the message
+    int timed;         // 0: no time limit (a rank that hangs on purpose waits for the others' word)
+} watch;
+
+static watch watch_start(const char *what)
+{
+    double now = dist_mono_s();
+    watch w = {now, now + NOTE_EVERY_S, what, 1};
+    return w;
+}
+
+// Nothing happened for --timeout-s: this rank gives up, and leaves a note that says so, that
+// the others (the one that hangs too) quote when they stop.
+static void give_up(dist_env *d, const char *what)
+{
+    char message[300];
+    snprintf(message, sizeof message, "nothing happened for %.0f s while %s: a rank may have died or hung without "
+                                      "a note (--timeout-s)", d->timeout_s, what);
+    dist_write_note(d, message);
+    dist_abort(d, "%s", message);
+}
+
+// The others' notes (every 50 ms) and the time limit.
+static void watch_notes_and_time(dist_env *d, watch *w)
+{
+    double now = dist_mono_s();
+    if (now >= w->next_note) {
+        char message[256];
+        if (dist_failed_rank(d, message, sizeof message) >= 0) dist_abort(d, "noticed while %s", w->what);
+        w->next_note = now + NOTE_EVERY_S;
+    }
+    if (w->timed && now - w->since > d->timeout_s) give_up(d, w->what);
+}
+
+// Every communicator's asynchronous state: ncclSuccess, ncclInProgress (one is still issuing a
+// call), or the first error. Aborts when NCCL cannot be asked.
+static ncclResult_t comms_state(dist_env *d, int *which)
+{
+    ncclResult_t worst = ncclSuccess;
+    for (int k = 0; k < d->ncomms; k++) {
+        ncclResult_t state = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(d->comms[k], &state);
+        if (r != ncclSuccess) dist_abort(d, "ncclCommGetAsyncError on %s failed: %s", d->comm_names[k], ncclGetErrorString(r));
+        if (state != ncclSuccess && state != ncclInProgress) {
+            *which = k;
+            return state;
+        }
+        if (state == ncclInProgress) worst = ncclInProgress;
+    }
+    return worst;
+}
+
+static void watch_others(dist_env *d, watch *w)
+{
+    int k = 0;
+    ncclResult_t state = comms_state(d, &k);
+    if (state != ncclSuccess && state != ncclInProgress)
+        dist_abort(d, "NCCL reported %s on %s while this rank was %s (%s)", ncclGetErrorString(state),
+                   d->comm_names[k], w->what, ncclGetLastError(d->comms[k]));
+    watch_notes_and_time(d, w);
+}
+
+ncclResult_t dist_wait_issued(dist_env *d, const char *what)
+{
+    watch w = watch_start(what);
+    for (;;) {
+        int k = 0;
+        ncclResult_t state = comms_state(d, &k);
+        if (state != ncclInProgress) return state;
+        watch_notes_and_time(d, &w);
+        sched_yield();
+    }
+}
+
+cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event)
+{
+    watch w = watch_start("waiting for the GPU");
+    for (;;) {
+        cudaError_t err = cudaEventQuery(event);
+        if (err != cudaErrorNotReady) return err;
+        watch_others(d, &w);
+        sched_yield();
+    }
+}
+
+void dist_hang(dist_env *d, cudaStream_t stream, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", d->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    fflush(stderr);
+    cudaEvent_t never;
+    CUDA_CHECK(cudaEventCreateWithFlags(&never, cudaEventDisableTiming));
+    launch_spin(1, 32, HANG_NS, stream);
+    CUDA_CHECK(cudaEventRecord(never, stream));
+    // no time limit here: a rank that hangs does not know it; the others time out, leave their
+    // notes, and this wait reads them (or NCCL's error once they are gone)
+    watch w = watch_start("hanging");
+    w.timed = 0;
+    while (cudaEventQuery(never) == cudaErrorNotReady) {
+        watch_others(d, &w);
+        dist_nap_ms(1);
+    }
+    dist_abort(d, "the hanging kernel ended");
+}
+
+// ----------------------------------------------------------------------------
+// NCCL's calls, watched
+
+void dist_enter_(dist_env *d, const char *expr)
+{
+    __atomic_store_n(&d->inside_since_ns, mono_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&d->inside, expr, __ATOMIC_RELEASE);
+}
+
+void dist_check_nccl_(dist_env *d, ncclResult_t result, const char *expr, const char *file, int line)
+{
+    __atomic_store_n(&d->inside, (const char *)NULL, __ATOMIC_RELEASE);  // back: the main thread watches again
+    if (result == ncclInProgress) result = dist_wait_issued(d, "NCCL issued a call");
+    if (result != ncclSuccess)
+        dist_abort(d, "%s:%d: %s failed: %s (%s)", file, line, expr, ncclGetErrorString(result), ncclGetLastError(d->comm));
+}
+
+void dist_split_ready(dist_env *d, ncclComm_t *child, const char *name)
+{
+    // with a non-blocking parent, NCCL's thread writes *child when the new communicator exists
+    ncclResult_t r = dist_wait_issued(d, "splitting a communicator");
+    watch w = watch_start("splitting a communicator");
+    while (r == ncclSuccess && __atomic_load_n(child, __ATOMIC_ACQUIRE) == NULL) {
+        watch_others(d, &w);
+        sched_yield();
+    }
+    if (r == ncclSuccess) {
+        dist_watch(d, *child, name);
+        r = dist_wait_issued(d, "splitting a communicator");
+    }
+    if (r != ncclSuccess)
+        dist_abort(d, "ncclCommSplit failed: %s (%s)", ncclGetErrorString(r), ncclGetLastError(d->comm));
+}
+
+void dist_close(dist_env *d, ncclComm_t *comm)
+{
+    ncclComm_t c = *comm;
+    if (!c) return;
+    NCCL_CHECK(d, ncclCommFinalize(c));  // completes once every rank's work on it is done
+    NCCL_CHECK(d, ncclCommDestroy(c));
+    unwatch(d, c);
+    *comm = NULL;
+}
+
+void dist_finish(dist_env *d)
+{
+    while (d->ncomms > 0) {  // the last made first: the parent last
+        ncclComm_t c = d->comms[d->ncomms - 1];
+        dist_close(d, &c);
+    }
+    d->finished = 1;
+    dist_watchdog_stop(d);
+}
+
+// ----------------------------------------------------------------------------
+// the watchdog thread
+
+static void watchdog_end(dist_env *d, const char *fmt, ...)
+{
+    if (!claim_stop(d)) return;
+    va_list ap;
+    va_start(ap, fmt);
+    say_stop(d, fmt, ap);
+    va_end(ap);
+    _exit(EXIT_FAILURE);  // the main thread is inside NCCL: end the process around it
+}
+
+static void *watchdog_main(void *arg)
+{
+    dist_env *d = (dist_env *)arg;
+    while (!__atomic_load_n(&d->finished, __ATOMIC_ACQUIRE)) {
+        dist_nap_ms(WATCHDOG_EVERY_MS);
+        const char *what = __atomic_load_n(&d->inside, __ATOMIC_ACQUIRE);
+        if (!what) continue;
+        double in = (mono_ns() - __atomic_load_n(&d->inside_since_ns, __ATOMIC_ACQUIRE)) / 1e9;
+        if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
+            if (in > ABORT_LIMIT_S) _exit(EXIT_FAILURE);  // the abort itself blocks: its message is out
+            continue;
+        }
+        char note[256];
+        if (dist_failed_rank(d, note, sizeof note) >= 0)
+            watchdog_end(d, "noticed while inside %s", what);
+        else if (in > d->timeout_s) {
+            char message[300];
+            snprintf(message, sizeof message, "nothing happened for %.0f s while inside %s: a rank may have died or "
+                                              "hung without a note (--timeout-s)", d->timeout_s, what);
+            dist_write_note(d, message);
+            watchdog_end(d, "%s", message);
+        }
+    }
+    return NULL;
+}
+
+void dist_watchdog_start(dist_env *d)
+{
+    if (d->watchdog_running) return;
+    if (pthread_create(&d->watchdog, NULL, watchdog_main, d) != 0) dist_fail(d, "cannot start the watchdog thread");
+    d->watchdog_running = 1;
+}
+
+void dist_watchdog_stop(dist_env *d)
+{
+    if (!d->watchdog_running) return;
+    __atomic_store_n(&d->finished, 1, __ATOMIC_RELEASE);
+    pthread_join(d->watchdog, NULL);
+    d->watchdog_running = 0;
+}
