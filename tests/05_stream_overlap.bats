@@ -32,9 +32,10 @@ assert_within_bound() {
     assert_num "$(json_get "$f" "$2")" "<=" 1.05 "$2: the bound is a lower bound, measured may not beat it"
 }
 
-@test "05 builds, and --help lists its options" {
+@test "05 --help lists its options, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     for option in --size-mib --streams --chunks --kernel-work --kernel-ratio --batches --priority-trials --only \
         --delay-us --delay-on --trace --timeline --json; do
         assert_output --partial "$option"
@@ -75,6 +76,7 @@ assert_within_bound() {
     [ "$status" -eq 2 ] || fail "exit code $status, expected 2 (bad usage): $stderr"
     [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "expected one line on stderr, got: $stderr"
     [[ "$stderr" == *"--size-mib"* ]] || fail "the message does not name --size-mib: $stderr"
+    [[ "$stderr" =~ the\ limit\ is\ 80%\ of\ .*,\ [0-9.]+\ GiB ]] || fail "the message does not name the limit: $stderr"
 }
 
 @test "05 without a GPU says so and exits with code 3" {

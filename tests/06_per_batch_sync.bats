@@ -12,9 +12,10 @@ setup_file() {
     detect_gpu
 }
 
-@test "06 builds, and --help lists the training options" {
+@test "06 --help lists the training options, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     for option in --batches --batch --hidden --layers --prep-work --check-cpu --delay-us --delay-on --trace --timeline --json; do
         assert_output --partial -- "$option"
     done
@@ -40,6 +41,7 @@ setup_file() {
     fi
     assert_equal "$status" 2
     [[ "$stderr" == *"GiB of host memory"* || "$stderr" == *"GiB of device memory"* ]] || fail "got: $stderr"
+    [[ "$stderr" =~ the\ limit\ is\ .*,\ [0-9.]+\ GiB ]] || fail "the message does not name the limit: $stderr"
     [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "expected one line, got: $stderr"
 }
 
@@ -59,6 +61,7 @@ setup_file() {
     run --separate-stderr prog "$P" --hidden "$hidden" --layers 8 --batch 1 --batches 1
     assert_equal "$status" 2
     [[ "$stderr" == *"GiB of device memory"* ]] || fail "got: $stderr"
+    [[ "$stderr" =~ the\ limit\ is\ .*,\ [0-9.]+\ GiB ]] || fail "the message does not name the limit: $stderr"
 }
 
 # bats test_tags=gpu,ex:06-copy-sync,ex:06-step-sync

@@ -9,9 +9,10 @@ setup_file() {
     detect_gpu
 }
 
-@test "07 builds, and --help works" {
+@test "07 --help lists --batches, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     assert_output --partial "--batches"
 }
 

@@ -9,9 +9,10 @@ setup_file() {
     detect_gpu
 }
 
-@test "08 builds, and --help lists --sync-interval" {
+@test "08 --help lists --sync-interval, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     assert_output --partial "--sync-interval"
 }
 

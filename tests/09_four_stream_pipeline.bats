@@ -9,9 +9,10 @@ setup_file() {
     detect_gpu
 }
 
-@test "09 builds, and --help lists the delay options" {
+@test "09 --help lists the delay options, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     assert_output --partial "--sync-interval"
     assert_output --partial "--delay-on"
 }

@@ -9,9 +9,10 @@ setup_file() {
     detect_gpu
 }
 
-@test "10 builds, and --help lists the loader options" {
+@test "10 --help lists the loader options, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     for option in --workers --prefetch --sync-interval --fail-at-batch; do
         assert_output --partial -- "$option"
     done
@@ -21,7 +22,7 @@ setup_file() {
     check_training_options "$P"
     check_rejects "$P" workers abc 0 -1 65
     check_rejects "$P" prefetch abc 0 -1 4097
-    check_rejects "$P" fail-at-batch abc -1
+    check_rejects "$P" fail-at-batch abc -2 1000001 1.5
 }
 
 @test "10 without a GPU says so and exits with code 3" {

@@ -18,9 +18,10 @@ half() {
     awk -v x="$1" 'BEGIN { print x / 2 }'
 }
 
-@test "11 builds, and --help lists its options" {
+@test "11 --help lists its options, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     for option in --sync-interval --eager --capture-error --delay-on; do
         assert_output --partial -- "$option"
     done

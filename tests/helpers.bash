@@ -211,6 +211,36 @@ check_training_options() {
     [[ "$stderr" == *"--trace"* ]] || fail "$name --trace: the message does not name the option: $stderr"
 }
 
+# help_problems: the lines of a --help text (on stdin) that break its rules, one per
+# line, empty when none: an option line states at most one default; a range is
+# written "(MIN..MAX, default D)" with whole numbers as digits (never 2.1e+09), and
+# the default lies inside the range.
+help_problems() {
+    awk '
+    /^  --/ {
+        line = $0
+        if (gsub(/default/, "default", line) > 1) { print "two defaults: " $0; next }
+        if (line ~ /[0-9]e\+[0-9]/) { print "a number in scientific notation: " $0; next }
+        if (match(line, /\([^()]*\.\.[^()]*, default [^()]*\)$/)) {
+            r = substr(line, RSTART + 1, RLENGTH - 2)
+            split(r, parts, /, default /); split(parts[1], mm, /\.\./); d = parts[2]
+            if (d !~ /^-?[0-9.e+-]+$/) next
+            if (d + 0 < mm[1] + 0 || d + 0 > mm[2] + 0) print "default " d " outside " mm[1] ".." mm[2] ": " $0
+        }
+    }'
+}
+
+# check_help NAME: NAME --help succeeds, names the exit codes, and breaks none of
+# help_problems' rules.
+check_help() {
+    run prog "$1" --help
+    assert_success
+    assert_output --partial "exit codes"
+    local problems
+    problems=$(help_problems <<<"$output")
+    [ -z "$problems" ] || fail "$1 --help: $problems"
+}
+
 # The checks every program must pass without a GPU.
 check_no_gpu_exit() {
     local name=$1
