@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 101896658): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 101896658): fill in its 2 TODOs.
 // overlap.cu: part 3, copy-in, kernel and copy-out in order on one stream, then
 // cut into chunks over several streams in two issue orders. Every buffer is
 // pinned, on both sides, so the difference is the overlap alone; the results

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 789951189): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 789951189): fill in its 2 TODOs.
 // pipeline.cu: part 5, batches through two streams ordered by events. The copy
 // stream moves batches in and results out, the compute stream runs the kernels,
 // through two device slots per direction (batch k uses slot k % 2). Every

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 4191729056): fill in every TODO.
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 4191729056): fill in its 4 TODOs.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
 //
