@@ -90,7 +90,7 @@ setup_file() {
     done
 }
 
-# bats test_tags=gpu,ex:06-copy-sync,ex:06-step-sync
+# bats test_tags=gpu,timed,ex:06-copy-sync,ex:06-step-sync
 @test "06 trace: the GPU idles while the host prepares; every copy, kernel and sync is there" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL

@@ -43,7 +43,7 @@ setup_file() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
 }
 
-# bats test_tags=gpu,ex:07-copy-event,ex:07-step-event
+# bats test_tags=gpu,timed,ex:07-copy-event,ex:07-step-event
 @test "07 the sleeping wait costs less CPU time per step than the spinning one" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL

@@ -61,7 +61,7 @@ setup_file() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
 }
 
-# bats test_tags=gpu,ex:08-host-slot,ex:08-device-slot,ex:08-interval
+# bats test_tags=gpu,timed,ex:08-host-slot,ex:08-device-slot,ex:08-interval
 @test "08 at the balanced default runs within 20% of its bound: prep and GPU overlap" {
     need_overlap
     assert_verified_under_delays "$P" $SMALL
@@ -71,7 +71,7 @@ setup_file() {
     assert_num "$(json_get "$BATS_TEST_TMPDIR/r.json" efficiency)" ">=" 0.8 "bound / step"
 }
 
-# bats test_tags=gpu,ex:08-host-slot,ex:08-device-slot,ex:08-interval
+# bats test_tags=gpu,timed,ex:08-host-slot,ex:08-device-slot,ex:08-interval
 @test "08 trace: the GPU works while the host prepares; CUPTI sees the lesson's waits and no other" {
     need_overlap
     assert_verified_under_delays "$P" $SMALL

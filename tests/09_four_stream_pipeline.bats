@@ -55,7 +55,7 @@ setup_file() {
     assert_equal "$(kv_get "$BATS_TEST_TMPDIR/s.txt" host_syncs)" $(($(json_get "$f" syncs) + $(json_get "$f" slot_waits)))
 }
 
-# bats test_tags=gpu,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free
+# bats test_tags=gpu,timed,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free
 @test "09 trace: forward and backward never overlap, and copies run under the compute" {
     need_overlap
     assert_verified_under_delays "$P" $SMALL
@@ -70,7 +70,7 @@ setup_file() {
     assert_equal "$(kv_get "$s" h2d)" 30
 }
 
-# bats test_tags=gpu,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free
+# bats test_tags=gpu,timed,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free
 @test "09 at the balanced default runs within 20% of its bound" {
     need_overlap
     assert_verified_under_delays "$P" $SMALL

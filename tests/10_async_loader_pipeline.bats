@@ -43,7 +43,7 @@ setup_file() {
     done
 }
 
-# bats test_tags=gpu,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
+# bats test_tags=gpu,timed,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
 @test "10 a failing loader stops the run within seconds, however the loaders stand: every loader joined, the batch named" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL --workers 3 --prefetch 2
@@ -61,7 +61,7 @@ setup_file() {
     done
 }
 
-# bats test_tags=gpu,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
+# bats test_tags=gpu,timed,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
 @test "10 trace: loader threads prepare batches while the GPU works; CUPTI sees the lesson's waits" {
     need_overlap
     assert_verified_under_delays "$P" $SMALL
@@ -78,7 +78,7 @@ setup_file() {
     assert_equal "$(kv_get "$s" host_syncs)" $(($(json_get "$f" syncs) + $(json_get "$f" loader_waits)))
 }
 
-# bats test_tags=gpu,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
+# bats test_tags=gpu,timed,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
 @test "10 at the balanced default runs within 20% of its bound" {
     need_overlap
     assert_verified_under_delays "$P" $SMALL

@@ -128,7 +128,7 @@ half() {
     assert_success
 }
 
-# bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
+# bats test_tags=gpu,timed,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
 @test "11 on a small model the graph issues a step in under half the eager host time and steps faster; at the default it is no slower" {
     need_overlap
     assert_verified_under_delays "$P" $SMALL
