@@ -22,7 +22,7 @@ setup_file() {
 }
 
 @test "06 refuses bad values with exit code 2 and one line naming the option" {
-    check_training_options "$P"
+    check_training_options "$P" all
     run --separate-stderr prog "$P" --bogus
     assert_equal "$status" 2
 }
