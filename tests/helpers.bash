@@ -151,6 +151,20 @@ assert_step_kernels() {
     assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" "$n"
 }
 
+# assert_trace_complete PROGRAM BATCHES: the course's own PROGRAM, traced on the
+# GPU-heavy model, holds every batch's copy in and every kernel of its step (5 weight
+# layers), and CUPTI dropped no record: what the lessons' trace checks rely on, and
+# nothing a student writes (their output in $BATS_TEST_TMPDIR/complete.txt).
+assert_trace_complete() {
+    run --separate-stderr ref "$1" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/complete.json"
+    assert_success
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/complete.json" --window run >"$BATS_TEST_TMPDIR/complete.txt"
+    local s=$BATS_TEST_TMPDIR/complete.txt
+    assert_equal "$(kv_get "$s" h2d)" "$2"
+    assert_step_kernels "$s" "$2" 5
+    assert_equal "$(kv_get "$s" dropped)" 0
+}
+
 # run_json NAME PROGRAM ARGS...: runs $BIN/PROGRAM with --json into
 # $BATS_TEST_TMPDIR/NAME.json (its text in NAME.txt); checks the JSON is valid.
 run_json() {
