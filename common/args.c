@@ -71,6 +71,16 @@ void usage_error(const char *prog, const char *fmt, ...)
     exit(EXIT_USAGE);
 }
 
+// A number as --help and the error lines write it: a whole number as digits
+// (2147483647, 1000000), never in scientific notation; any other as %g.
+static void format_number(double v, char *out, size_t size)
+{
+    if (v == floor(v) && fabs(v) < 1e15)
+        snprintf(out, size, "%.0f", v);
+    else
+        snprintf(out, size, "%g", v);
+}
+
 static void print_usage(const char *prog, const char *files_metavar, const char *summary, const arg_spec *specs,
                         int nspecs)
 {
@@ -84,12 +94,16 @@ static void print_usage(const char *prog, const char *files_metavar, const char 
         else
             snprintf(left, sizeof left, "--%s %s", s->name, s->metavar ? s->metavar : "X");
         printf("  %-26s %s", left, s->help);
+        char lo[32], hi[32], def[32];
+        format_number(s->min, lo, sizeof lo);
+        format_number(s->max, hi, sizeof hi);
         switch (s->kind) {
         case ARG_INT:
-            printf(" (%g..%g, default %d)", s->min, s->max, *(int *)s->value);
+            printf(" (%s..%s, default %d)", lo, hi, *(int *)s->value);
             break;
         case ARG_DOUBLE:
-            printf(" (%g..%g, default %g)", s->min, s->max, *(double *)s->value);
+            format_number(*(double *)s->value, def, sizeof def);
+            printf(" (%s..%s, default %s)", lo, hi, def);
             break;
         case ARG_STRING:
             if (*(const char **)s->value) printf(" (default %s)", *(const char **)s->value);
@@ -147,9 +161,11 @@ static void set_value(const char *prog, const arg_spec *s, const char *text)
         *(int *)s->value = (int)v;
     } else {
         double v;
+        char lo[32], hi[32];
+        format_number(s->min, lo, sizeof lo);
+        format_number(s->max, hi, sizeof hi);
         if (!parse_double(text, &v) || v < s->min || v > s->max)
-            usage_error(prog, "--%s expects a number from %g to %g, got '%s'", s->name, s->min, s->max,
-                        text);
+            usage_error(prog, "--%s expects a number from %s to %s, got '%s'", s->name, lo, hi, text);
         *(double *)s->value = v;
     }
 }

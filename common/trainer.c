@@ -84,8 +84,8 @@ static void check_host_memory(const char *prog, const train_options *o, const ml
     if (o->check_cpu) need += 20.0 * s->nparams + 8.0 * 4 * s->max_dim * (double)o->batch;
     size_t have = host_memory_bytes();
     if (have && need > 0.8 * have)
-        usage_error(prog, "these sizes need %.2f GiB of host memory; this machine has %.2f GiB", need / 1073741824.0,
-                    have / 1073741824.0);
+        usage_error(prog, "these sizes need %.2f GiB of host memory; the limit is 80%% of this machine's %.2f GiB, "
+                          "%.2f GiB", need / 1073741824.0, have / 1073741824.0, 0.8 * have / 1073741824.0);
 }
 
 void trainer_init(trainer *t, const char *prog, const train_options *o, int host_slots, int device_slots,
@@ -108,8 +108,10 @@ void trainer_init(trainer *t, const char *prog, const train_options *o, int host
     size_t need = mlp_model_device_bytes(&shape) + (size_t)device_slots * t->batch_bytes +
                   sizeof(float) * (size_t)loss_slots;
     if (need + (256u << 20) > t->dev.mem_free)
-        usage_error(prog, "this model and batch need %.2f GiB of device memory; the GPU has %.2f GiB free",
-                    need / 1073741824.0, t->dev.mem_free / 1073741824.0);
+        usage_error(prog, "this model and batch need %.2f GiB of device memory; the limit is the GPU's %.2f GiB free "
+                          "less 0.25 GiB for CUDA's own use, %.2f GiB", need / 1073741824.0,
+                    t->dev.mem_free / 1073741824.0,
+                    t->dev.mem_free > (256u << 20) ? (t->dev.mem_free - (256u << 20)) / 1073741824.0 : 0.0);
     dataset_init(&t->data, o->batch, o->in_dim, o->out_dim, o->prep_work, (uint64_t)o->seed);
     mlp_model_create(&t->model, &shape, (float)o->lr, (uint64_t)o->seed);
 

@@ -76,6 +76,21 @@ file_scope_state() {
     }'
 }
 
+# broken_links FILE.md...: "FILE: TARGET" for every relative link or image of FILE
+# whose target (without its #anchor) is no file or folder beside FILE; web links,
+# mail links and anchors of the same page are left out.
+broken_links() {
+    local md dir target path
+    for md in "$@"; do
+        dir=$(dirname "$md")
+        while IFS= read -r target; do
+            path=${target%%#*}
+            [ -n "$path" ] || continue
+            [ -e "$dir/$path" ] || echo "$md: $target"
+        done < <(grep -o '\]([^)]*)' "$md" | sed 's/^](//; s/)$//; s/[[:space:]].*$//' | grep -vE '^(https?|mailto|ftp):|^#')
+    done
+}
+
 @test "course: every solution and every student lesson is built" {
     # the lessons this machine cannot build (NCCL missing): make says so on its first line
     unbuildable=$(make -s -C "$ROOT" nccl-status 2>/dev/null | sed -n 's/.*: \(.*\) not built$/\1/p')
@@ -224,4 +239,24 @@ EOF
     run file_scope_state "$ROOT"/solutions/*/*.cu "$ROOT"/solutions/*/*.h
     assert_success
     [ -z "$output" ] || fail "file-scope variables (pass state through a struct instead): $output"
+}
+
+@test "course: the link check finds a broken relative link, and passes good ones, web links and anchors" {
+    mkdir -p "$BATS_TEST_TMPDIR/doc/img"
+    touch "$BATS_TEST_TMPDIR/doc/img/there.svg" "$BATS_TEST_TMPDIR/doc/other.md"
+    cat >"$BATS_TEST_TMPDIR/doc/page.md" <<'EOF'
+A [good link](other.md), [with an anchor](other.md#part), an ![image](img/there.svg "title"),
+a [web link](https://example.org/x.md), [this page's anchor](#top), a [folder](img/),
+and a ![missing picture](img/missing.svg) and a [missing note](notes/none.md#a).
+EOF
+    run broken_links "$BATS_TEST_TMPDIR/doc/page.md"
+    assert_success
+    assert_equal "$output" "$BATS_TEST_TMPDIR/doc/page.md: img/missing.svg
+$BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
+}
+
+@test "course: every relative link in README.md and notes/ (measurements too) points at a file" {
+    run broken_links "$ROOT/README.md" "$ROOT"/notes/*.md "$ROOT"/notes/measurements/*.md
+    assert_success
+    [ -z "$output" ] || fail "broken links: $output"
 }

@@ -6,8 +6,11 @@
 # lowest priority, so its probe waits as long as the other; an unsolved wait lets
 # the output diverge under the test delays. Checks of speed also assert that the
 # run was verified, so a stub (which issues nothing, fast) cannot pass them, and
-# compare with the bound both ways: at least 80% of it (a solution that
-# serialises fails), never much faster (the bound is a true lower bound).
+# ask for at least 80% of the bound (a solution that serialises fails). That the
+# bound is a true lower bound is the course's own business: a health check holds
+# the course's solution to it (no run beats it beyond the timing's noise).
+# Tags: `timed` marks a check that asserts a ratio of times: tools/run-tests runs
+# those alone, after the others.
 
 load helpers
 
@@ -23,18 +26,32 @@ setup_file() {
 }
 
 # assert_within_bound FILE EFFICIENCY_KEY VERIFIED_KEY: the run was verified, and
-# measured against its bound it reached at least 80% and did not beat it by more
-# than noise (5%).
+# measured against its bound it reached at least 80% of it.
 assert_within_bound() {
     local f=$BATS_TEST_TMPDIR/$1.json
     assert_equal "$(json_get "$f" "$3")" true
     assert_num "$(json_get "$f" "$2")" ">=" 0.8 "$2: bound / measured"
-    assert_num "$(json_get "$f" "$2")" "<=" 1.05 "$2: the bound is a lower bound, measured may not beat it"
 }
 
-@test "05 builds, and --help lists its options" {
+# The noise allowed when a run is held to its bound: both sides are taken at their
+# fastest repetition (noise on a GPU only adds time), then 2% for the rest.
+BOUND_NOISE=1.02
+
+# assert_bound_holds FILE BEST_KEY...: a lower bound holds for every repetition: the
+# bound from each part's fastest repetition over the run's fastest repetition (the
+# program's *_best keys) is at most 1, beyond the noise.
+assert_bound_holds() {
+    local f=$BATS_TEST_TMPDIR/$1.json key
+    shift
+    for key in "$@"; do
+        assert_num "$(json_get "$f" "$key")" "<=" "$BOUND_NOISE" "$key: fastest bound / fastest run, a lower bound"
+    done
+}
+
+@test "05 --help lists its options, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     for option in --size-mib --streams --chunks --kernel-work --kernel-ratio --batches --priority-trials --only \
         --delay-us --delay-on --trace --timeline --json; do
         assert_output --partial "$option"
@@ -75,6 +92,7 @@ assert_within_bound() {
     [ "$status" -eq 2 ] || fail "exit code $status, expected 2 (bad usage): $stderr"
     [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "expected one line on stderr, got: $stderr"
     [[ "$stderr" == *"--size-mib"* ]] || fail "the message does not name --size-mib: $stderr"
+    [[ "$stderr" =~ the\ limit\ is\ 80%\ of\ .*,\ [0-9.]+\ GiB ]] || fail "the message does not name the limit: $stderr"
 }
 
 @test "05 without a GPU says so and exits with code 3" {
@@ -108,7 +126,7 @@ assert_within_bound() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" by_stage_verified)" true
 }
 
-# bats test_tags=gpu,ex:05-per-chunk
+# bats test_tags=gpu,timed,ex:05-per-chunk
 @test "05 part 3: the per-chunk order reaches 80% of the bound, and 1.3x over sequential with two copy engines" {
     need_overlap
     run_json r "$P" "${PART3[@]}" --reps 5
@@ -118,25 +136,46 @@ assert_within_bound() {
     fi
 }
 
-# bats test_tags=gpu,ex:05-by-stage
+# bats test_tags=gpu,timed,ex:05-by-stage
 @test "05 part 3: the by-stage order reaches 80% of the bound" {
     need_overlap
     run_json r "$P" "${PART3[@]}" --reps 5
     assert_within_bound r efficiency_by_stage by_stage_verified
 }
 
-# bats test_tags=gpu,ex:05-per-chunk
-@test "05 part 3: with 1 and 2 streams the bound counts each stream's chunks one after another" {
+# bats test_tags=gpu,timed,ex:05-per-chunk
+@test "05 part 3: on 1 and 2 streams the per-chunk order is verified and no faster than the bound for that many streams" {
     need_overlap
     for streams in 1 2; do
         run_json r$streams "$P" "${PART3[@]}" --reps 5 --streams "$streams"
         assert_equal "$(json_get "$BATS_TEST_TMPDIR/r$streams.json" per_chunk_verified)" true
-        assert_num "$(json_get "$BATS_TEST_TMPDIR/r$streams.json" efficiency)" "<=" 1.05 "--streams $streams: bound / measured"
+        assert_bound_holds r$streams efficiency_best
     done
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/r1.json" bound_limit)" streams
 }
 
 # bats test_tags=gpu
+@test "05 part 3: on one stream the bound is set by the streams term (the course's program)" {
+    need_gpu
+    run --separate-stderr ref "$P" "${PART3[@]}" --reps 1 --warmup 0 --streams 1 --json
+    assert_success
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/r.json"
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" bound_limit)" streams
+}
+
+# bats test_tags=gpu,timed
+@test "05 the bound is a true lower bound: the course's part 3 orders and part 5 pipeline never beat it (fastest repetitions, 2% noise)" {
+    need_overlap
+    run --separate-stderr ref "$P" "${PART3[@]}" --reps 5 --json
+    assert_success
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/p3.json"
+    assert_bound_holds p3 efficiency_best efficiency_best_by_stage
+    run --separate-stderr ref "$P" "${PART5[@]}" --reps 5 --json
+    assert_success
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/p5.json"
+    assert_bound_holds p5 pipeline_efficiency_best
+}
+
+# bats test_tags=gpu,timed
 @test "05 the sequential baseline takes the sum of its stages timed alone (within 5%)" {
     need_gpu
     run_json r "$P" "${PART3[@]}" --reps 5
@@ -146,7 +185,7 @@ assert_within_bound() {
     assert_num "$ratio" "<=" 1.05 "sequential / sum of the stages alone (a baseline from pageable memory is slower)"
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,timed
 @test "05 pinned copies are faster than pageable ones" {
     need_gpu
     run_json r "$P" --only 2 --size-mib 64 --reps 5
@@ -155,7 +194,7 @@ assert_within_bound() {
     assert_num "$(json_get "$f" h2d_pinned_gbs)" ">" "$(json_get "$f" h2d_pageable_gbs)"
 }
 
-# bats test_tags=gpu,ex:05-priority
+# bats test_tags=gpu,timed,ex:05-priority
 @test "05 part 4: the high-priority probe waits less than half as long as the equal-priority one" {
     need_overlap
     run_json r "$P" --only 4 --priority-trials 20
@@ -179,7 +218,7 @@ assert_within_bound() {
     done
 }
 
-# bats test_tags=gpu,ex:05-kernel-wait,ex:05-copy-out-wait
+# bats test_tags=gpu,timed,ex:05-kernel-wait,ex:05-copy-out-wait
 @test "05 part 5: the pipeline reaches 80% of its bound, and stays bit-identical under delays" {
     need_overlap
     # the delays hold back only the checked run: the timed runs have none
@@ -189,22 +228,28 @@ assert_within_bound() {
     done
 }
 
-# bats test_tags=gpu,ex:05-per-chunk
-@test "05 trace: copies overlap kernels in the per-chunk run, and not at all in the sequential run" {
+# bats test_tags=gpu,timed,ex:05-per-chunk
+@test "05 trace: the per-chunk run issues every chunk's two copies and kernel, and its copies run under its kernels" {
     need_overlap
     run_json r "$P" "${PART3[@]}" --reps 2 --trace "$BATS_TEST_TMPDIR/t.json"
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" per_chunk_verified)" true
     run jq -e . "$BATS_TEST_TMPDIR/t.json"
     assert_success
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window "per chunk" >"$BATS_TEST_TMPDIR/chunk.txt"
-    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window sequential >"$BATS_TEST_TMPDIR/seq.txt"
-    # every copy and kernel the run issued is in the trace
     assert_equal "$(kv_get "$BATS_TEST_TMPDIR/chunk.txt" h2d)" 16
     assert_equal "$(kv_get "$BATS_TEST_TMPDIR/chunk.txt" d2h)" 16
     assert_equal "$(kv_get "$BATS_TEST_TMPDIR/chunk.txt" 'kernel_count\[fma_chain_kernel\]')" 16
-    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/seq.txt" 'kernel_count\[fma_chain_kernel\]')" 1
-    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/chunk.txt" dropped)" 0
     assert_num "$(kv_get "$BATS_TEST_TMPDIR/chunk.txt" copy_hidden)" ">" 0.5 "copy time under kernels, per chunk"
+}
+
+# bats test_tags=gpu
+@test "05 trace of the course's program: the sequential run is one kernel that no copy overlaps, and no record is dropped" {
+    need_gpu
+    run --separate-stderr ref "$P" "${PART3[@]}" --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
+    assert_success
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window sequential >"$BATS_TEST_TMPDIR/seq.txt"
+    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/seq.txt" 'kernel_count\[fma_chain_kernel\]')" 1
+    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/seq.txt" dropped)" 0
     assert_num "$(kv_get "$BATS_TEST_TMPDIR/seq.txt" kernel_copy_overlap_ms)" "<" 0.001 "sequential overlap"
 }
 

@@ -9,9 +9,10 @@ setup_file() {
     detect_gpu
 }
 
-@test "07 builds, and --help works" {
+@test "07 --help lists --batches, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     assert_output --partial "--batches"
 }
 
@@ -42,7 +43,7 @@ setup_file() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" weights_checksum)" "$(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
 }
 
-# bats test_tags=gpu,ex:07-copy-event,ex:07-step-event
+# bats test_tags=gpu,timed,ex:07-copy-event,ex:07-step-event
 @test "07 the sleeping wait costs less CPU time per step than the spinning one" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL

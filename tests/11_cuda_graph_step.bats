@@ -18,9 +18,10 @@ half() {
     awk -v x="$1" 'BEGIN { print x / 2 }'
 }
 
-@test "11 builds, and --help lists its options" {
+@test "11 --help lists its options, with whole-number ranges and one default each, inside its range" {
     run prog "$P" --help
     assert_success
+    check_help "$P"
     for option in --sync-interval --eager --capture-error --delay-on; do
         assert_output --partial -- "$option"
     done
@@ -58,18 +59,30 @@ half() {
 }
 
 # bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
-@test "11 graph and eager runs stay exact when a stream is held back, under every test delay" {
+@test "11 graph and eager runs, and the eager run alone, stay exact when a stream is held back, under every test delay" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL
-    f=$BATS_TEST_TMPDIR/v.json
-    assert_equal "$(json_get "$f" runs_identical)" true
-    # both variants ran, round-robin, and every run was checked: (1 warm-up + 2 timed) x 2
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" runs_identical)" true
+    # the eager step alone (--eager)
+    assert_verified_under_delays "$P" $SMALL --eager
+}
+
+# bats test_tags=gpu
+@test "11 the course's harness runs both variants round-robin and checks every run, and --eager captures no graph (the course's program)" {
+    need_gpu
+    run --separate-stderr ref "$P" $SMALL --json
+    assert_success
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/r.json"
+    f=$BATS_TEST_TMPDIR/r.json
+    # (1 warm-up + 2 timed) x 2 variants
     assert_equal "$(json_get "$f" runs_checked)" 6
     assert_num "$(json_get "$f" graph_step_ms)" ">" 0 "graph step"
     assert_num "$(json_get "$f" eager_step_ms)" ">" 0 "eager step"
-    # the eager step alone (--eager), with no graph captured
-    assert_verified_under_delays "$P" $SMALL --eager
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" graphs)" 0
+    run --separate-stderr ref "$P" $SMALL --eager --json
+    assert_success
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/e.json"
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/e.json" graphs)" 0
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/e.json" verified)" true
 }
 
 # bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
@@ -127,7 +140,7 @@ half() {
     assert_success
 }
 
-# bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
+# bats test_tags=gpu,timed,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
 @test "11 on a small model the graph issues a step in under half the eager host time and steps faster; at the default it is no slower" {
     need_overlap
     assert_verified_under_delays "$P" $SMALL

@@ -115,29 +115,43 @@ from_tap() {
     done
 }
 
-@test "grading: make check without a GPU says 'not graded' and exits non-zero" {
+@test "grading: make check without a GPU says it builds, 'not graded' with the reason, and lists each TODO left with its hint" {
     run env CUDA_VISIBLE_DEVICES= HAVE_GPU= GRADE_OUT="$BATS_TEST_TMPDIR/g" make -s -C "$ROOT" check LESSON=07 BUILD="$BUILT"
-    assert_equal "$status" 2  # make: the grader's exit status 3
-    assert_output --regexp "07_event_sync: not graded: its 4 scored checks were skipped \(.*no usable GPU"
+    assert_equal "$status" 2  # make's own code for any failure: the grader's 3 is on its last line
+    assert_output --partial "grade: exit status 3"
+    assert_output --regexp "07_event_sync: builds; not graded: no usable GPU: .* \(its 4 scored checks need a GPU\)"
     assert_output --partial "course health (not scored): 3 of 3 pass"
+    # every TODO of the handed-out lesson, where it is, its id and its hint
+    ids=$(sed -n 's/^[ \t]*\/\/ BEGIN SOLUTION(\([^)]*\)).*/\1/p' "$ROOT"/solutions/07_event_sync/*.cu)
+    [ -n "$ids" ]
+    assert_output --partial "TODO left ($(grep -c . <<<"$ids"))"
+    for id in $ids; do
+        hint=$(grep -h -m 1 "BEGIN SOLUTION($id)" "$ROOT"/solutions/07_event_sync/*.cu | sed 's/^.*BEGIN SOLUTION([^)]*): //')
+        assert_output --regexp "lessons/07_event_sync/train\.cu:[0-9]+ $id: "
+        assert_output --partial "$id: $hint"
+    done
 }
 
-@test "grading: make next without a GPU stops at the first lesson, not graded, and exits non-zero" {
+@test "grading: make next without a GPU stops at the first lesson with a TODO left, not graded, and exits non-zero" {
     run env CUDA_VISIBLE_DEVICES= HAVE_GPU= GRADE_OUT="$BATS_TEST_TMPDIR/g" make -s -C "$ROOT" next BUILD="$BUILT"
     assert_failure
-    assert_output --partial "05_stream_overlap: not graded"
+    assert_output --partial "05_stream_overlap: builds; not graded"
+    assert_output --partial "05-per-chunk: "
     assert_output --partial "next: lesson 05 is where to work"
     refute_output --partial "every lesson passes"
 }
 
 @test "grading: make grade without a GPU says 'not graded' for every lesson and exits non-zero" {
-    # only the GPU checks (all skipped here): the table in seconds
-    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= BATS_FILTER_TAGS=gpu GRADE_OUT="$BATS_TEST_TMPDIR/g" make -s -C "$ROOT" grade BUILD="$BUILT"
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= GRADE_OUT="$BATS_TEST_TMPDIR/g" make -s -C "$ROOT" grade BUILD="$BUILT"
     assert_failure
+    assert_output --partial "grade: exit status 3"
     for n in $(cd "$ROOT/tests" && ls [0-9][0-9]_*.bats | cut -c1-2 | grep -v 00); do
         assert_line --regexp "^$n +0 +0 +[0-9]+ +not graded "
     done
     assert_line --regexp "^total .* not graded "
+    # the reason once, the real cause, for every lesson
+    assert_equal "$(grep -c 'no usable GPU' <<<"$output")" 1
+    assert_output --regexp "not graded: 05 06 07 .*: every scored check was skipped: no usable GPU: "
     assert_equal "$(tail -n 1 "$BATS_TEST_TMPDIR/g/grade.csv" | tr ',' '\n' | grep -vc 'not graded')" 1  # the name alone
     grep -q '<testsuites>' "$BATS_TEST_TMPDIR/g/report.xml"
 }
@@ -155,6 +169,7 @@ from_tap() {
     [ ! -e "$BATS_TEST_TMPDIR/grade/stage/tests/07_event_sync.bats" ] || ! grep -q "always passes" "$BATS_TEST_TMPDIR/grade/stage/tests/07_event_sync.bats"
 }
 
+# bats test_tags=timed
 @test "grading: a student's hang ends with its check, and nothing of theirs is left running" {
     "$ROOT/tools/make-class-fixture" "$BATS_TEST_TMPDIR/class" >/dev/null
     out=$BATS_TEST_TMPDIR/grade
@@ -162,8 +177,10 @@ from_tap() {
     run env CUDA_VISIBLE_DEVICES= HAVE_GPU= CHECK_TIMEOUT=3 "$ROOT/tools/grade" --student "$BATS_TEST_TMPDIR/class/hanging" \
         --ref-build "$BUILT" --out "$out" --lesson 07
     assert_equal "$status" 1
-    assert_output --partial "timed out: 07 builds, and --help works (a program timed out after 3 s)"
-    assert_output --partial "first failing check (course health): 07 builds, and --help works"
+    help_check=$(grep -m 1 '^@test "07 --help' "$ROOT/tests/07_event_sync.bats" | sed 's/^@test "//; s/" {$//')
+    assert_output --partial "timed out: $help_check (a program timed out after 3 s)"
+    assert_output --partial "first failing check (course health): $help_check"
+    assert_output --partial "no TODO left in lessons/07_event_sync"  # the hanging student solved it
     assert_num "$(($(date +%s) - start))" "<" 120 "seconds to grade a hanging lesson 07"
     grep -q "while (student_hang)" "$out/stage/lessons/07_event_sync/train.cu"
     sleep 1
@@ -177,7 +194,8 @@ from_tap() {
     # lessons 07 and 08, their GPU checks alone (all skipped here): the builds and the rows, quickly
     run env CUDA_VISIBLE_DEVICES= HAVE_GPU= BATS_FILTER_TAGS=gpu "$ROOT/tools/grade-class" --build "$BUILT" \
         --out "$BATS_TEST_TMPDIR/gc" --keep --lessons "07 08" "$BATS_TEST_TMPDIR/class"
-    assert_equal "$status" 3
+    assert_equal "$status" 1  # a lesson did not build, and a folder is not a copy
+    assert_line --partial "grade-class: exit status 1"
     csv=$BATS_TEST_TMPDIR/gc/class.csv
     header=$(head -n 1 "$csv")
     assert_equal "$header" "student,07,08,total"
@@ -196,8 +214,16 @@ from_tap() {
     for s in solved unsolved broken; do
         assert_equal "$(stat -c %Y "$BATS_TEST_TMPDIR/gc/$s/stage/build/libcourse.a")" "$(stat -c %Y "$BUILT/libcourse.a")"
     done
+    # every lesson built, none graded (no GPU): exit 3, as the help says
+    mkdir "$BATS_TEST_TMPDIR/class2"
+    mv "$BATS_TEST_TMPDIR/class/solved" "$BATS_TEST_TMPDIR/class2/"
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= BATS_FILTER_TAGS=gpu "$ROOT/tools/grade-class" --build "$BUILT" \
+        --out "$BATS_TEST_TMPDIR/gc2" --lessons "07" "$BATS_TEST_TMPDIR/class2"
+    assert_equal "$status" 3
+    assert_line --regexp "^grade-class: exit status 3 \(.*no usable GPU"
 }
 
+# bats test_tags=timed
 @test "grading: grade-class stops a student at the time limit, ends what they started, and says so" {
     "$ROOT/tools/make-class-fixture" "$BATS_TEST_TMPDIR/all" >/dev/null
     mkdir "$BATS_TEST_TMPDIR/class"
@@ -216,6 +242,44 @@ from_tap() {
     assert_failure
 }
 
+# course_copy DIR: a copy of the course and of the build under test, timestamps kept
+# (nothing is rebuilt that was built), in which a test may break things
+course_copy() {
+    mkdir -p "$1"
+    (cd "$ROOT" && cp -a Makefile common solutions lessons tools tests "$1/")
+    cp -a "$BUILT" "$1/build"
+}
+
+@test "grading: a lesson that stops compiling after a good build is 'build failed' in the course's own tree, never graded from its old binary" {
+    tree=$BATS_TEST_TMPDIR/course
+    course_copy "$tree"
+    [ -x "$tree/build/lessons/07_event_sync" ]  # the good build's binary is there
+    printf 'this line is not C;\n' >>"$tree/lessons/07_event_sync/train.cu"
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= COURSE_BIN= COURSE_REF_BIN= "$tree/tools/grade" --out "$BATS_TEST_TMPDIR/g" --lesson 07
+    assert_equal "$status" 1
+    assert_output --regexp "07_event_sync: build failed: lessons/07_event_sync/train\.cu\([0-9]+\): error"
+    refute_output --partial "course health"
+    # the whole grade too: every scored check counts as failed
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= COURSE_BIN= COURSE_REF_BIN= "$tree/tools/grade" --out "$BATS_TEST_TMPDIR/g2" --lessons "07"
+    assert_equal "$status" 1
+    assert_line --regexp "^07 +0 +4 +0 +build failed "
+    assert_line --regexp "^07: build failed: lessons/07_event_sync/train\.cu\([0-9]+\): error"
+}
+
+@test "grading: without a GPU nothing is scored, not even a scored check that passes without one" {
+    tree=$BATS_TEST_TMPDIR/course
+    course_copy "$tree"
+    printf '\n# bats test_tags=ex:07-copy-event\n@test "07 a scored check that needs no GPU" {\n    true\n}\n' \
+        >>"$tree/tests/07_event_sync.bats"
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= COURSE_BIN= COURSE_REF_BIN= "$tree/tools/grade" --out "$BATS_TEST_TMPDIR/g" --lessons "07"
+    assert_equal "$status" 3
+    assert_line --regexp "^07 +0 +0 +5 +not graded "
+    refute_output --regexp "[0-9]+/[0-9]+"
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= COURSE_BIN= COURSE_REF_BIN= "$tree/tools/grade" --out "$BATS_TEST_TMPDIR/g" --lesson 07
+    assert_equal "$status" 3
+    assert_output --regexp "07_event_sync: builds; not graded: no usable GPU: .* \(its 5 scored checks need a GPU\)"
+}
+
 @test "grading: make dev-check without a GPU says it needs one and exits with code 3" {
     run env CUDA_VISIBLE_DEVICES= "$ROOT/tools/dev-check" --build "$BUILT" solutions
     assert_equal "$status" 3
@@ -227,7 +291,7 @@ from_tap() {
     need_gpu
     run env BATS_FILTER_TAGS='!sanitizer,!host-sanitizer' "$ROOT/tools/grade" --build "$BUILT" --out "$BATS_TEST_TMPDIR/g" --lesson 06
     assert_failure
-    assert_output --regexp "06_per_batch_sync: 0 of [0-9]+ scored checks pass"
+    assert_output --regexp "06_per_batch_sync: builds; 0 of [0-9]+ scored checks pass"
     assert_output --partial "first failing check: 06"
     assert_output --regexp "hint \(06-(copy|step)-sync\): "
 }

@@ -63,7 +63,7 @@ detect_gpu() {
     if [ -z "${HAVE_GPU:-}" ]; then
         HAVE_GPU=0 GPUS=0
         local probe
-        probe=$("$TOOLS/gpu-probe" 2>&1 || true)  # exit code 3: no GPU, and why
+        probe=$("$TOOLS/gpu-probe" 2>&1) || true  # exit code 3 without a GPU: its text says why
         GPUS=$(sed -n 's/^gpus=//p' <<<"$probe")
         GPUS=${GPUS:-0}
         if [ ! -x "$TOOLS/gpu-probe" ]; then
@@ -151,6 +151,20 @@ assert_step_kernels() {
     assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" "$n"
 }
 
+# assert_trace_complete PROGRAM BATCHES: the course's own PROGRAM, traced on the
+# GPU-heavy model, holds every batch's copy in and every kernel of its step (5 weight
+# layers), and CUPTI dropped no record: what the lessons' trace checks rely on, and
+# nothing a student writes (their output in $BATS_TEST_TMPDIR/complete.txt).
+assert_trace_complete() {
+    run --separate-stderr ref "$1" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/complete.json"
+    assert_success
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/complete.json" --window run >"$BATS_TEST_TMPDIR/complete.txt"
+    local s=$BATS_TEST_TMPDIR/complete.txt
+    assert_equal "$(kv_get "$s" h2d)" "$2"
+    assert_step_kernels "$s" "$2" 5
+    assert_equal "$(kv_get "$s" dropped)" 0
+}
+
 # run_json NAME PROGRAM ARGS...: runs $BIN/PROGRAM with --json into
 # $BATS_TEST_TMPDIR/NAME.json (its text in NAME.txt); checks the JSON is valid.
 run_json() {
@@ -193,22 +207,65 @@ check_rejects() {
     done
 }
 
-# The options every training lesson takes, with values each must refuse.
+# check_training_options NAME [all]: the options every training lesson takes (one
+# parser, common/trainer.c) refuse an out-of-range value each; with `all`, every kind
+# of bad value (lesson 06 checks the shared parser so; the other lessons show that they
+# use it, at a sixth of the program starts: each start loads cuBLAS, about 0.1 s).
 check_training_options() {
     local name=$1
-    for option in batches batch in hidden layers out reps; do
-        check_rejects "$name" "$option" abc 0 -1 99999999999999999999 1.5
-    done
-    check_rejects "$name" prep-work abc -1 100001 99999999999999999999
-    check_rejects "$name" seed abc -1 2147483648
-    check_rejects "$name" warmup abc -1 11
-    check_rejects "$name" lr abc 0 -0.1 1e400 nan
-    check_rejects "$name" delay-us abc -1 100001
-    check_rejects "$name" delay-on abc 1 copies
+    if [ "${2:-}" = all ]; then
+        for option in batches batch in hidden layers out reps; do
+            check_rejects "$name" "$option" abc 0 -1 99999999999999999999 1.5
+        done
+        check_rejects "$name" prep-work abc -1 100001 99999999999999999999
+        check_rejects "$name" seed abc -1 2147483648
+        check_rejects "$name" warmup abc -1 11
+        check_rejects "$name" lr abc 0 -0.1 1e400 nan
+        check_rejects "$name" delay-us abc -1 100001
+        check_rejects "$name" delay-on abc 1 copies
+    else
+        for option in batches batch in hidden layers out reps; do check_rejects "$name" "$option" 0; done
+        check_rejects "$name" prep-work 100001
+        check_rejects "$name" seed -1
+        check_rejects "$name" warmup 11
+        check_rejects "$name" lr 0
+        check_rejects "$name" delay-us -1
+        check_rejects "$name" delay-on copies
+    fi
     # a trace file that cannot be written: refused before any work
     run --separate-stderr prog "$name" --trace /nonexistent-folder/t.json --batches 1
     [ "$status" -eq 2 ] || fail "$name --trace to a folder that does not exist: exit code $status, expected 2"
     [[ "$stderr" == *"--trace"* ]] || fail "$name --trace: the message does not name the option: $stderr"
+}
+
+# help_problems: the lines of a --help text (on stdin) that break its rules, one per
+# line, empty when none: an option line states at most one default; a range is
+# written "(MIN..MAX, default D)" with whole numbers as digits (never 2.1e+09), and
+# the default lies inside the range.
+help_problems() {
+    awk '
+    /^  --/ {
+        line = $0
+        if (gsub(/default/, "default", line) > 1) { print "two defaults: " $0; next }
+        if (line ~ /[0-9]e\+[0-9]/) { print "a number in scientific notation: " $0; next }
+        if (match(line, /\([^()]*\.\.[^()]*, default [^()]*\)$/)) {
+            r = substr(line, RSTART + 1, RLENGTH - 2)
+            split(r, parts, /, default /); split(parts[1], mm, /\.\./); d = parts[2]
+            if (d !~ /^-?[0-9.e+-]+$/) next
+            if (d + 0 < mm[1] + 0 || d + 0 > mm[2] + 0) print "default " d " outside " mm[1] ".." mm[2] ": " $0
+        }
+    }'
+}
+
+# check_help NAME: NAME --help succeeds, names the exit codes, and breaks none of
+# help_problems' rules.
+check_help() {
+    run prog "$1" --help
+    assert_success
+    assert_output --partial "exit codes"
+    local problems
+    problems=$(help_problems <<<"$output")
+    [ -z "$problems" ] || fail "$1 --help: $problems"
 }
 
 # The checks every program must pass without a GPU.

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 36866645): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 36866645): fill in its 1 TODO.
 // priority.cu: part 4, what stream priority does. A flood of spin blocks fills
 // every SM for many waves; a small probe kernel is queued once the flood runs, on
 // a stream of the flood's priority and on a high-priority one, and timed from

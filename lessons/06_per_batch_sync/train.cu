@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/06_per_batch_sync/train.cu, made by `make lessons` (checksum 3005723354): fill in every TODO.
+// STUDENT VERSION of solutions/06_per_batch_sync/train.cu, made by `make lessons` (checksum 3005723354): fill in its 2 TODOs.
 // 06_per_batch_sync: a training loop that synchronises after every batch.
 //
 // build: make build/solutions/06_per_batch_sync

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 1943319296): fill in every TODO.
+// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 1943319296): fill in its 2 TODOs.
 // 07_event_sync: the same loop, ordered with events instead of stream synchronisation.
 //
 // build: make build/solutions/07_event_sync

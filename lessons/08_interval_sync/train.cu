@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 3462651829): fill in every TODO.
+// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 3462651829): fill in its 3 TODOs.
 // 08_interval_sync: the host synchronises once every N batches, not every batch.
 //
 // build: make build/solutions/08_interval_sync

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 1875559244): fill in every TODO.
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 1875559244): fill in its 3 TODOs.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
 // build: make build/solutions/09_four_stream_pipeline

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/11_cuda_graph_step/train.cu, made by `make lessons` (checksum 3797914336): fill in every TODO.
+// STUDENT VERSION of solutions/11_cuda_graph_step/train.cu, made by `make lessons` (checksum 3797914336): fill in its 6 TODOs.
 // 11_cuda_graph_step: the whole training step captured once as a CUDA graph, then
 // launched with one call per batch.
 //

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.cu, made by `make lessons` (checksum 2484531906): fill in every TODO.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.cu, made by `make lessons` (checksum 2484531906): fill in its 1 TODO.
 // buckets.cu (lesson 12): the gradients grouped into buckets in the order the backward pass
 // finishes them (exercise 12-bucket-plan), the plan checked, and written as text.
 #include <stdio.h>

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 1994100686): fill in every TODO.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 1994100686): fill in its 3 TODOs.
 // train.cu (lesson 12): this rank's shard of a batch; the step, each bucket's all-reduce issued
 // as soon as its gradients are ready (exercises 12-ready, 12-allreduce, 12-update-wait); lesson
 // 08's training loop with polled waits; the synchronous reference every run must match.

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 2247053247): fill in every TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 2247053247): fill in its 1 TODO.
 // stages.cu (lesson 13): where a stage stands in the model, its forward and backward over
 // a micro-batch, the schedules (exercise 13-one-f-one-b), and the activation slots.
 #include <stdio.h>

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/train.cu, made by `make lessons` (checksum 1574100737): fill in every TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/train.cu, made by `make lessons` (checksum 1574100737): fill in its 4 TODOs.
 // train.cu (lesson 13): one micro-batch through this stage, forward and backward, with its
 // hand-overs (exercises 13-send-after-forward, 13-recv-wait, 13-accumulate, 13-slot-return);
 // the training loop; the one-stage reference every run must match.

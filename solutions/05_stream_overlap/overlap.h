@@ -48,8 +48,8 @@ typedef struct {
     int chunks;             // --chunks
 } workload;
 
-typedef struct {  // each stage over the whole array, timed alone (ms)
-    double h2d, kernel, d2h;
+typedef struct {  // each stage over the whole array, timed alone, and both copies at once (ms)
+    double h2d, kernel, d2h, duplex;
 } stage_times;
 
 // One thing to time round-robin: fn(ctx) issues its work on streams[0 .. nstreams-1].
