@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "memory.h"  // host_alloc, device_bytes_peak, pinned_bytes_peak
-#include "timing.h"  // host_now_ms, process_cpu_ms, stats_of
+#include "timing.h"  // host_now_ms, process_cpu_ms, stats_of, event_ms
 
 #define PROFILE_BATCHES 10
 #define CPU_CHECK_TOLERANCE 1e-4  // relative, per batch loss
@@ -63,14 +63,6 @@ static uint64_t loss_checksum(const double *losses, int n)
 // ----------------------------------------------------------------------------
 // 1. the profile, 2. the reference
 
-static double elapsed_ms(cudaEvent_t a, cudaEvent_t b)
-{
-    float ms = 0;
-    CUDA_CHECK(cudaEventSynchronize(b));
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    return ms;
-}
-
 // Each stage alone, batch after batch, nothing overlapped: what the bound is made of.
 static stage_times profile_stages(trainer *t, const harness_extras *x)
 {
@@ -88,14 +80,16 @@ static stage_times profile_stages(trainer *t, const harness_extras *x)
         CUDA_CHECK(cudaMemcpyAsync(t->d_batch[0], t->h_batch[0], t->batch_bytes, cudaMemcpyHostToDevice,
                                    t->copy_stream));
         CUDA_CHECK(cudaEventRecord(b, t->copy_stream));
-        double copy = elapsed_ms(a, b);
+        CUDA_CHECK(cudaEventSynchronize(b));
+        double copy = event_ms(a, b);
         CUDA_CHECK(cudaEventRecord(a, t->compute_stream));
         if (x && x->profile_step)
             x->profile_step(t, t->compute_stream, x->profile_ctx);
         else
             trainer_step(t, batch, t->d_batch[0], t->compute_stream);
         CUDA_CHECK(cudaEventRecord(b, t->compute_stream));
-        double step = elapsed_ms(a, b);
+        CUDA_CHECK(cudaEventSynchronize(b));
+        double step = event_ms(a, b);
         if (i >= 0) {
             prep[i] = t1 - t0;
             h2d[i] = copy;
