@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 1875559244): fill in every TODO.
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 106272705): fill in every TODO.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
 // build: make build/solutions/09_four_stream_pipeline
@@ -111,7 +111,8 @@ int main(int argc, char **argv)
     four_streams p = {.sync_interval = 10};
     arg_spec specs[32];
     int n = train_option_specs(&o, specs);
-    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N", "batches between two host synchronisations");
+    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N",
+                         "batches between two host synchronisations");
     args_parse(argc, argv, PROG, "Train an MLP on four streams: two copy, forward, backward.", specs, n);
 
     trainer t;
