@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/device_bandwidth.cu, made by `make lessons` (checksum 2929725692): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/device_bandwidth.cu, made by `make lessons` (checksum 846473429)
+// Fill in every TODO.
 // device_bandwidth.cu: part 1, what the device can overlap (copy engines,
 // concurrent kernels, stream priorities), and part 2, host<->device bandwidth
 // from pinned and from pageable memory, one direction at a time and both at once.

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/fma_chain.cu, made by `make lessons` (checksum 3418747142): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/fma_chain.cu, made by `make lessons` (checksum 1848021724)
+// Fill in every TODO.
 // fma_chain.cu: the kernel lesson 05 overlaps with its copies, its launcher, and
 // its host twin.
 //

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/harness.cu, made by `make lessons` (checksum 4155173043): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/harness.cu, made by `make lessons` (checksum 547957521)
+// Fill in every TODO.
 // harness.cu: how lesson 05 times and checks its runs. Not what the lesson
 // teaches: the parts hand their work over as gpu_work_fn's and read the result.
 #include <stdlib.h>  // free

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 3599648076): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 243914126)
+// Fill in every TODO.
 // 05_stream_overlap: copies and kernels overlapped across CUDA streams, measured fairly.
 //
 // build: make build/solutions/05_stream_overlap

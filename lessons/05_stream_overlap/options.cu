@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/options.cu, made by `make lessons` (checksum 2395026364): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/options.cu, made by `make lessons` (checksum 3765175553)
+// Fill in every TODO.
 // options.cu: lesson 05's command line, and the sizes it asks for checked against
 // the machine before anything is allocated: a size that cannot fit is bad usage
 // (exit code 2, one line naming --size-mib), not a CUDA error halfway through.

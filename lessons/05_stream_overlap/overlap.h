@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/overlap.h, made by `make lessons` (checksum 438801659): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/overlap.h, made by `make lessons` (checksum 867564415)
+// Fill in every TODO.
 // overlap.h: what the files of lesson 05 share: the options, the workload, and
 // one function per part. No exercise in it: the lesson and its solution include
 // this same file.

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 3500140028): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 84175172)
+// Fill in every TODO.
 // priority.cu: part 4, what stream priority does. A flood of spin blocks fills
 // every SM for many waves; a small probe kernel is queued once the flood runs, on
 // a stream of the flood's priority and on a high-priority one, and timed from
@@ -89,7 +90,8 @@ void part4_priority(const device_info *dev, const options *o, report *r)
     flood_create(&f, dev);
     cudaStream_t control, high;
     CUDA_CHECK(cudaStreamCreateWithPriority(&control, cudaStreamNonBlocking, dev->priority_least));
-    // TODO(05-priority): create `high` so that its blocks are scheduled before the flood's: which end of the device's priority range is the highest?
+    // TODO(05-priority): create `high` so that its blocks are scheduled before the flood's: which end of the device's
+    // priority range is the highest?
     CUDA_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, dev->priority_least));
     int n = o->priority_trials, in_flood = 0, tries = 0, kept = 0;
     double *wait_control = (double *)host_alloc(sizeof(double) * (size_t)n, "part 4's control waits");

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/workload.cu, made by `make lessons` (checksum 1349143589): fill in every TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/workload.cu, made by `make lessons` (checksum 4177080838)
+// Fill in every TODO.
 // workload.cu: lesson 05's data, its three stages (copy-in, kernel, copy-out),
 // the sequential run that every other run is compared with, and the checks.
 #include <stdio.h>   // fprintf, snprintf

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 106272705): fill in every TODO.
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 3659734296)
+// Fill in every TODO.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
 // build: make build/solutions/09_four_stream_pipeline
@@ -57,7 +58,8 @@ static int train_loop(trainer *t, void *ctx)
         if (i >= SLOTS && event_pending(p->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(p->copied[s]));
         trainer_prepare(t, i, h_batch);
 
-        // TODO(09-slot-free): device slot s still holds batch i-3: make this copy stream wait until that batch's backward pass has finished reading it
+        // TODO(09-slot-free): device slot s still holds batch i-3: make this copy stream wait until that batch's
+        // backward pass has finished reading it
         test_delay(t, DELAY_COPY, copy);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, copy));
         CUDA_CHECK(cudaEventRecord(p->copied[s], copy));

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2639061278): fill in every TODO.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 3157301606)
+// Fill in every TODO.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
 // the step with its all-reduces, the training loop, the reference; report.cu: each part alone,

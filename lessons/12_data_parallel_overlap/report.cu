@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 789998092): fill in every TODO.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 2388968326)
+// Fill in every TODO.
 // report.cu (lesson 12): each part alone (what the figures are made of), the checks across
 // ranks, and the report.
 #include <stdio.h>

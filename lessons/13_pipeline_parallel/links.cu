@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 2140724872): fill in every TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 3166030603)
+// Fill in every TODO.
 // links.cu (lesson 13): a communicator and a stream per direction between neighbouring
 // stages, opened, connected and closed.
 #include <stdio.h>

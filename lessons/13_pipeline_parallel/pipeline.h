@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 585962978): fill in every TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 596142205)
+// Fill in every TODO.
 // pipeline.h: lesson 13's types, and what its files call in one another (the overview is
 // in main.cu). stages.cu: the stages, the schedules, the activation slots; links.cu: the
 // communicators between neighbouring stages; train.cu: one micro-batch's forward and backward

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 3901395376): fill in every TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 3839891505)
+// Fill in every TODO.
 // report.cu (lesson 13): each part alone (what the prediction is made of), the checks
 // across stages, and the report.
 #include <stdio.h>
