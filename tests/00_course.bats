@@ -266,3 +266,11 @@ EOF
     assert_success
     [ -z "$output" ] || fail "file-scope variables (pass state through a struct instead): $output"
 }
+
+@test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is not" {
+    run make -s -C "$ROOT" format-check CLANG_FORMAT=no-such-clang-format
+    assert_success
+    assert_output "format-check: skipped: clang-format not found"
+    command -v clang-format >/dev/null || return 0
+    (cd "$ROOT" && clang-format --style=file --dump-config >/dev/null) || fail ".clang-format does not parse"
+}
