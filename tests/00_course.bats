@@ -267,7 +267,7 @@ EOF
     [ -z "$output" ] || fail "file-scope variables (pass state through a struct instead): $output"
 }
 
-@test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is not" {
+@test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is installed" {
     run make -s -C "$ROOT" format-check CLANG_FORMAT=no-such-clang-format
     assert_success
     assert_output "format-check: skipped: clang-format not found"
