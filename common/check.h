@@ -25,21 +25,19 @@ _Noreturn
 #endif
 void check_fail(const char *expr, const char *file, int line, const char *name, const char *text);
 
-#define CUDA_CHECK(expr)                                                                   \
-    do {                                                                                   \
-        cudaError_t check_err_ = (expr);                                                   \
-        if (check_err_ != cudaSuccess)                                                     \
-            check_fail(#expr, __FILE__, __LINE__, cudaGetErrorName(check_err_),            \
-                       cudaGetErrorString(check_err_));                                    \
+// Checks a call that returns a status: its type, its success value, the call as
+// written (#expr, in the macro the lesson types, before any macro in it expands),
+// and the functions that name the status and describe it.
+#define CHECK_STATUS(status_type, success, expr, text, name_of, string_of)                     \
+    do {                                                                                      \
+        status_type check_status_ = (expr);                                                   \
+        if (check_status_ != (success))                                                       \
+            check_fail(text, __FILE__, __LINE__, name_of(check_status_), string_of(check_status_)); \
     } while (0)
 
-#define CUBLAS_CHECK(expr)                                                                 \
-    do {                                                                                   \
-        cublasStatus_t check_st_ = (expr);                                                 \
-        if (check_st_ != CUBLAS_STATUS_SUCCESS)                                            \
-            check_fail(#expr, __FILE__, __LINE__, cublasGetStatusName(check_st_),          \
-                       cublasGetStatusString(check_st_));                                  \
-    } while (0)
+#define CUDA_CHECK(expr) CHECK_STATUS(cudaError_t, cudaSuccess, expr, #expr, cudaGetErrorName, cudaGetErrorString)
+#define CUBLAS_CHECK(expr) \
+    CHECK_STATUS(cublasStatus_t, CUBLAS_STATUS_SUCCESS, expr, #expr, cublasGetStatusName, cublasGetStatusString)
 
 // Formats "file:line: expr failed: NAME (text)" into buf, as CUDA_CHECK prints it.
 void check_message(char *buf, size_t size, const char *expr, const char *file, int line, cudaError_t err);

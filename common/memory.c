@@ -48,35 +48,33 @@ static void forget(void *p)
     }
 }
 
-void *device_alloc(size_t bytes)
+// One place allocates, checks and counts, for both kinds: cudaMalloc, or pinned,
+// cudaMallocHost; and one place forgets and frees.
+static void *counted_alloc(size_t bytes, int pinned)
 {
     void *p = NULL;
-    CUDA_CHECK(cudaMalloc(&p, bytes));
-    remember(p, bytes, 0);
+    if (pinned)
+        CUDA_CHECK(cudaMallocHost(&p, bytes));
+    else
+        CUDA_CHECK(cudaMalloc(&p, bytes));
+    remember(p, bytes, pinned);
     return p;
 }
 
-void device_free(void *p)
+static void counted_free(void *p, int pinned)
 {
     if (!p) return;
     forget(p);
-    CUDA_CHECK(cudaFree(p));
+    if (pinned)
+        CUDA_CHECK(cudaFreeHost(p));
+    else
+        CUDA_CHECK(cudaFree(p));
 }
 
-void *pinned_alloc(size_t bytes)
-{
-    void *p = NULL;
-    CUDA_CHECK(cudaMallocHost(&p, bytes));
-    remember(p, bytes, 1);
-    return p;
-}
-
-void pinned_free(void *p)
-{
-    if (!p) return;
-    forget(p);
-    CUDA_CHECK(cudaFreeHost(p));
-}
+void *device_alloc(size_t bytes) { return counted_alloc(bytes, 0); }
+void device_free(void *p) { counted_free(p, 0); }
+void *pinned_alloc(size_t bytes) { return counted_alloc(bytes, 1); }
+void pinned_free(void *p) { counted_free(p, 1); }
 
 size_t device_bytes_in_use(void) { return in_use[0]; }
 size_t pinned_bytes_in_use(void) { return in_use[1]; }

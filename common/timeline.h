@@ -1,6 +1,9 @@
 // timeline.h: a recorded timeline (GPU kernels and copies per stream, host ranges
-// per thread) and what the course does with it: write and read Chrome Trace Event
-// JSON, measure overlap, draw it in the terminal or as SVG.
+// per thread) and what the course does with it, one file each:
+//   timeline.c          the model and its store: tracks, events, windows, kernels by name
+//   timeline_json.c     write and read Chrome Trace Event JSON
+//   timeline_figures.c  measure a window: busy, hidden, blocked, overlap
+//   timeline_draw.c     draw a window in the terminal or as SVG
 //
 // Plain C with no CUDA in it: the tracer (trace.c) fills a timeline from CUPTI;
 // tools/tracestat reads one back from JSON; the tests use fixtures.
@@ -80,6 +83,8 @@ typedef struct {
                            // traces of several processes on one machine line up (tracestat --merge)
 } timeline;
 
+// ---- timeline.c
+
 void tl_init(timeline *t, const char *program);
 void tl_free(timeline *t);
 // Finds or adds the track of that name and kind in process 0; returns its index.
@@ -89,6 +94,22 @@ int tl_is_host(const timeline *t, int track);  // a thread's track, not a stream
 void tl_add(timeline *t, const tl_event *e);
 void tl_sort(timeline *t);  // by track order (host first), then start time
 
+// A time window [start, end): the last phase range of that name, or, within it,
+// from the start of batch `first`'s prep range to the start of batch first+count's
+// (or the phase's end). Returns 0 when there is no such phase.
+int tl_phase_window(const timeline *t, const char *phase, uint64_t *start, uint64_t *end);
+void tl_batch_window(const timeline *t, int first, int count, uint64_t *start, uint64_t *end);
+
+// 1 for a kernel of cuBLAS (or CUTLASS under it), by name: "...gemm...",
+// "Kernel2", "splitKreduce_kernel". Used to colour, never to check.
+int tl_library_kernel(const char *name);
+
+// 1 for a kernel of NCCL, by name: "nccl..." ("ncclDevKernel_AllReduce_..."), or
+// "oneRankReduce", what an all-reduce of a one-rank communicator runs.
+int tl_comm_kernel(const char *name);
+
+// ---- timeline_json.c
+
 // Chrome Trace Event JSON: complete events ("ph":"X") in microseconds, one track
 // per stream and per host thread, named with metadata events, one event per line.
 // Where two events on one track would partly overlap (clock granularity), the
@@ -97,11 +118,7 @@ void tl_write_json(const timeline *t, FILE *out);
 // Reads back what tl_write_json wrote. Returns 0 on success.
 int tl_read_json(timeline *t, FILE *in);
 
-// A time window [start, end): the last phase range of that name, or, within it,
-// from the start of batch `first`'s prep range to the start of batch first+count's
-// (or the phase's end). Returns 0 when there is no such phase.
-int tl_phase_window(const timeline *t, const char *phase, uint64_t *start, uint64_t *end);
-void tl_batch_window(const timeline *t, int first, int count, uint64_t *start, uint64_t *end);
+// ---- timeline_figures.c
 
 typedef struct {
     double span_ms;
@@ -126,14 +143,6 @@ typedef struct {
 
 tl_figures tl_analyse(const timeline *t, uint64_t start, uint64_t end);
 
-// 1 for a kernel of cuBLAS (or CUTLASS under it), by name: "...gemm...",
-// "Kernel2", "splitKreduce_kernel". Used to colour, never to check.
-int tl_library_kernel(const char *name);
-
-// 1 for a kernel of NCCL, by name: "nccl..." ("ncclDevKernel_AllReduce_..."), or
-// "oneRankReduce", what an all-reduce of a one-rank communicator runs.
-int tl_comm_kernel(const char *name);
-
 // Of the time an NCCL kernel of `process` (-1: of every process, each against its own
 // kernels) ran in the window, the fraction during which another kernel of that process
 // ran too; *comm_ms (if not NULL) gets that NCCL time.
@@ -151,6 +160,8 @@ double tl_track_overlap_ms(const timeline *t, int a, int b, uint64_t start, uint
 // Prints one line of figures (the columns of tl_print_figures_header).
 void tl_print_figures_header(FILE *out);
 void tl_print_figures(FILE *out, const char *label, const tl_figures *f);
+
+// ---- timeline_draw.c
 
 // A text Gantt chart of the window, one row per track, `width` columns in all.
 // `ns_per_column` of 0 fits the window; a fixed value lets two windows share a scale.

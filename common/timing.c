@@ -1,4 +1,5 @@
-// timing.c: host clocks, sample statistics and fork-join event timing.
+// timing.c: host clocks, sample statistics, the time between two events and fork-join
+// event timing.
 #define _POSIX_C_SOURCE 200809L  // clock_gettime
 #include "timing.h"
 
@@ -42,6 +43,13 @@ stats stats_of(const double *samples, int n)
     return s;
 }
 
+double event_ms(cudaEvent_t a, cudaEvent_t b)
+{
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
+    return ms;
+}
+
 stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstreams, int warmup,
                     int reps)
 {
@@ -65,8 +73,7 @@ stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstr
         }
         CUDA_CHECK(cudaEventRecord(stop, streams[0]));
         CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms = 0;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        double ms = event_ms(start, stop);
         if (r >= 0) samples[r] = ms;
     }
     stats st = stats_of(samples, reps);

@@ -23,6 +23,10 @@ typedef struct {
 // Summarises n samples (the array is left as it was).
 stats stats_of(const double *samples, int n);
 
+// Milliseconds from event a to event b (cudaEventElapsedTime), both recorded and b
+// completed: the caller waits for it first (cudaEventSynchronize) where it may not be.
+double event_ms(cudaEvent_t a, cudaEvent_t b);
+
 // A piece of device work to time: it issues its work on any of the streams it
 // was given and returns without synchronising.
 typedef void (*gpu_work_fn)(void *ctx);

@@ -7,6 +7,8 @@
 // cudaGraphLaunch; the kernels a graph runs carry its graphId). CUPTI hands
 // records over in buffers, possibly from its own thread; host ranges are stamped
 // with cuptiGetTimestamp, the clock of those records.
+// What a record becomes is read in trace_records.c; the report printed at the end
+// is trace_report.c's. This file records, and owns the state.
 #define _POSIX_C_SOURCE 200809L
 #include "trace.h"
 
@@ -21,6 +23,7 @@
 #include "args.h"  // usage_error
 #include "check.h"
 #include "timeline.h"
+#include "trace_internal.h"  // trace_record_event, trace_drop_syncs, trace_report
 
 #define CUPTI_CHECK(expr)                                                                  \
     do {                                                                                   \
@@ -34,7 +37,6 @@
 
 #define BUFFER_BYTES (8u << 20)
 #define MAX_STREAMS 64
-#define MAX_WINDOWS 4
 
 static struct {
     int on, paused;
@@ -48,10 +50,7 @@ static struct {
         int track;
     } streams[MAX_STREAMS];
     int nstreams;
-    struct {
-        const char *phase;
-        int first, count;
-    } windows[MAX_WINDOWS];
+    trace_window windows[TRACE_MAX_WINDOWS];
     int nwindows;
     CUpti_SubscriberHandle subscriber;
     uint32_t *queries;  // correlation ids of cudaEventQuery calls
@@ -126,33 +125,6 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
 }
 
-// "_Z16fma_chain_kernelPKfPfii" -> "fma_chain_kernel". Of a nested name
-// ("_ZN7cutlass7Kernel2I...") the last part before any template arguments.
-static void short_name(const char *mangled, char *out, size_t size)
-{
-    const char *p = mangled, *last = NULL;
-    long last_len = 0;
-    if (strncmp(p, "_Z", 2) == 0) {
-        p += 2;
-        int nested = *p == 'N';
-        if (nested) p++;
-        while (*p == 'K' || *p == 'V' || *p == 'r') p++;  // qualifiers
-        while (*p >= '0' && *p <= '9') {
-            char *end;
-            long len = strtol(p, &end, 10);
-            if (len <= 0 || (long)strlen(end) < len) break;
-            last = end;
-            last_len = len;
-            p = end + len;
-            if (!nested) break;
-        }
-    }
-    if (last)
-        snprintf(out, size, "%.*s", (int)(last_len < (long)size - 1 ? last_len : (long)size - 1), last);
-    else
-        snprintf(out, size, "%s", mangled);
-}
-
 static int stream_track(uint32_t id)  // call with the lock held
 {
     for (int i = 0; i < g.nstreams; i++)
@@ -162,48 +134,12 @@ static int stream_track(uint32_t id)  // call with the lock held
     return tl_find_track(&g.tl, name, 0);
 }
 
-static void add_record(const CUpti_Activity *record)
+static void add_record(const CUpti_Activity *record)  // call with the lock held
 {
     tl_event e;
-    memset(&e, 0, sizeof e);
-    e.batch = -1;
-    if (record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
-        const CUpti_ActivityKernel10 *k = (const CUpti_ActivityKernel10 *)record;
-        e.kind = TL_KERNEL;
-        e.graph = k->graphId;  // 0 unless a graph launch ran it
-        short_name(k->name, e.name, sizeof e.name);
-        e.start = k->start;
-        e.end = k->end;
-        e.track = stream_track(k->streamId);
-    } else if (record->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
-        const CUpti_ActivityMemcpy6 *m = (const CUpti_ActivityMemcpy6 *)record;
-        e.kind = m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_HTOD   ? TL_H2D
-                 : m->copyKind == CUPTI_ACTIVITY_MEMCPY_KIND_DTOH ? TL_D2H
-                                                                  : TL_COPY;
-        e.bytes = (long long)m->bytes;
-        e.pageable = m->srcKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
-                     m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
-        snprintf(e.name, sizeof e.name, "%s %.2f MiB%s",
-                 e.kind == TL_H2D ? "copy to GPU" : e.kind == TL_D2H ? "copy to host" : "copy",
-                 m->bytes / 1048576.0, e.pageable ? " (pageable)" : "");
-        e.start = m->start;
-        e.end = m->end;
-        e.track = stream_track(m->streamId);
-    } else if (record->kind == CUPTI_ACTIVITY_KIND_SYNCHRONIZATION) {
-        const CUpti_ActivitySynchronization2 *s = (const CUpti_ActivitySynchronization2 *)record;
-        if (s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_WAIT_EVENT) return;  // not a host wait
-        e.kind = TL_SYNC;
-        e.correlation = s->correlationId;
-        snprintf(e.name, sizeof e.name, "%s",
-                 s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE    ? "cudaEventSynchronize"
-                 : s->type == CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE ? "cudaStreamSynchronize"
-                                                                                     : "cudaDeviceSynchronize");
-        e.start = s->start;
-        e.end = s->end;
-        e.track = -1;
-    } else {
-        return;
-    }
+    uint32_t stream_id = 0;
+    if (!trace_record_event(record, &e, &stream_id)) return;
+    if (e.kind != TL_SYNC) e.track = stream_track(stream_id);
     tl_add(&g.tl, &e);
 }
 
@@ -221,26 +157,11 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t
     free(buffer);
 }
 
-static int compare_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
-
 // Removes the synchronisation records that were cudaEventQuery calls: the host
 // did not wait in them. Call with the lock held, after the last flush.
 static void drop_queries(void)
 {
-    qsort(g.queries, (size_t)g.nqueries, sizeof(uint32_t), compare_u32);
-    int kept = 0;
-    for (int i = 0; i < g.tl.nevents; i++) {
-        const tl_event *e = &g.tl.events[i];
-        if (e->kind == TL_SYNC &&
-            bsearch(&e->correlation, g.queries, (size_t)g.nqueries, sizeof(uint32_t), compare_u32))
-            continue;
-        g.tl.events[kept++] = *e;
-    }
-    g.tl.nevents = kept;
+    trace_drop_syncs(&g.tl, g.queries, g.nqueries);
     free(g.queries);
     g.queries = NULL;
     g.nqueries = g.cap_queries = 0;
@@ -302,7 +223,7 @@ void trace_resume(void)
 
 void trace_add_window(const char *phase, int first_batch, int count)
 {
-    if (g.nwindows < MAX_WINDOWS) {
+    if (g.nwindows < TRACE_MAX_WINDOWS) {
         g.windows[g.nwindows].phase = phase;
         g.windows[g.nwindows].first = first_batch;
         g.windows[g.nwindows].count = count;
@@ -359,53 +280,6 @@ void trace_end(trace_range *r)
     pthread_mutex_unlock(&g.lock);
 }
 
-// The windows the report shows: each phase asked for, or every phase there is.
-static void report(FILE *out)
-{
-    const timeline *t = &g.tl;
-    fprintf(out, "trace: %d events recorded, %lld dropped%s%s\n", t->nevents, t->dropped,
-            g.json_path ? ", written to " : "", g.json_path ? g.json_path : "");
-    tl_print_figures_header(out);
-    const char *seen[32];
-    int nseen = 0, pageable = 0;
-    for (int i = t->nevents - 1; i >= 0 && nseen < 32; i--) {  // the last occurrence of each phase
-        const tl_event *e = &t->events[i];
-        int known = 0;
-        if (e->kind != TL_HOST || e->range != TL_RANGE_PHASE) continue;
-        for (int k = 0; k < nseen; k++) known |= strcmp(seen[k], e->name) == 0;
-        if (!known) seen[nseen++] = e->name;
-    }
-    for (int k = nseen - 1; k >= 0; k--) {
-        uint64_t a, b;
-        tl_phase_window(t, seen[k], &a, &b);
-        tl_figures f = tl_analyse(t, a, b);
-        tl_print_figures(out, seen[k], &f);
-        pageable += f.pageable_copies;
-    }
-    if (pageable)
-        fprintf(out, "  warning: %d copies in these windows came from or went to pageable memory: the driver "
-                     "stages them, and they do not overlap\n", pageable);
-    if (!g.timeline) return;
-    double scale = 0;  // every window on the scale of the longest
-    uint64_t a[MAX_WINDOWS], b[MAX_WINDOWS];
-    int have[MAX_WINDOWS];
-    for (int w = 0; w < g.nwindows; w++) {
-        have[w] = tl_phase_window(t, g.windows[w].phase, &a[w], &b[w]);
-        if (have[w] && g.windows[w].first >= 0) tl_batch_window(t, g.windows[w].first, g.windows[w].count, &a[w], &b[w]);
-        if (have[w] && (b[w] - a[w]) / 89.0 > scale) scale = (b[w] - a[w]) / 89.0;
-    }
-    for (int w = 0; w < g.nwindows; w++) {
-        if (!have[w]) continue;
-        char title[128];
-        if (g.windows[w].first >= 0)
-            snprintf(title, sizeof title, "\ntimeline of %s, batches %d to %d", g.windows[w].phase,
-                     g.windows[w].first, g.windows[w].first + g.windows[w].count - 1);
-        else
-            snprintf(title, sizeof title, "\ntimeline of %s", g.windows[w].phase);
-        tl_render_text(t, a[w], b[w], 100, scale, title, out);
-    }
-}
-
 void trace_finish(FILE *out)
 {
     if (!g.on) return;
@@ -424,7 +298,7 @@ void trace_finish(FILE *out)
         if (fclose(g.json) != 0) fprintf(stderr, "trace: writing %s failed\n", g.json_path);
         g.json = NULL;
     }
-    report(out);
+    trace_report(out, &g.tl, g.json_path, g.timeline, g.windows, g.nwindows);
     tl_free(&g.tl);
     g.on = 0;
     pthread_mutex_unlock(&g.lock);

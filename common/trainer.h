@@ -116,24 +116,22 @@ void test_delay(trainer *t, delay_target where, cudaStream_t stream);
 // it, counts it, and marks it on the timeline:
 //   HOST_SYNC(t, cudaStreamSynchronize(stream));     a synchronisation (run.syncs)
 //   SLOT_WAIT(t, cudaEventSynchronize(slot_free));   a wait for a buffer (run.slot_waits)
+// Both are HOST_WAIT, given what the wait counts as: the kind of its range (which
+// counter host_wait_end adds to) and the range's name.
 typedef struct {
     trace_range range;
     double t0;
 } host_wait;
 host_wait host_wait_begin(tl_range kind, const char *name);
 void host_wait_end(trainer *t, host_wait *w);
-#define HOST_SYNC(t, call)                                            \
-    do {                                                              \
-        host_wait hw_ = host_wait_begin(TL_RANGE_SYNC, "sync");       \
-        CUDA_CHECK(call);                                             \
-        host_wait_end((t), &hw_);                                     \
+#define HOST_WAIT(t, kind, name, call)                    \
+    do {                                                  \
+        host_wait hw_ = host_wait_begin((kind), (name));  \
+        CUDA_CHECK(call);                                 \
+        host_wait_end((t), &hw_);                         \
     } while (0)
-#define SLOT_WAIT(t, call)                                            \
-    do {                                                              \
-        host_wait hw_ = host_wait_begin(TL_RANGE_SLOT_WAIT, "slot wait"); \
-        CUDA_CHECK(call);                                             \
-        host_wait_end((t), &hw_);                                     \
-    } while (0)
+#define HOST_SYNC(t, call) HOST_WAIT(t, TL_RANGE_SYNC, "sync", call)
+#define SLOT_WAIT(t, call) HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "slot wait", call)
 
 // cudaEventQuery as a yes/no: 1 while the event's work is still queued or running,
 // 0 once it has completed. Any other answer is an error (exit, as CUDA_CHECK).

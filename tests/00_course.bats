@@ -147,12 +147,53 @@ broken_links() {
     printf 'a\n  // BEGIN SOLUTION(99-x): do the thing\n  secret();\n  //| stub();\n  // END SOLUTION\nb\n' >"$BATS_TEST_TMPDIR/s.cu"
     run "$ROOT/tools/gen-lesson" "$BATS_TEST_TMPDIR/s.cu"
     assert_success
-    assert_line --index 2 "  // TODO(99-x): do the thing"
-    assert_line --index 3 "  stub();"
+    assert_line --index 3 "  // TODO(99-x): do the thing"
+    assert_line --index 4 "  stub();"
     refute_output --partial "secret"
     printf '// BEGIN SOLUTION(99-x): never ends\n' >"$BATS_TEST_TMPDIR/bad.cu"
     run "$ROOT/tools/gen-lesson" "$BATS_TEST_TMPDIR/bad.cu"
     assert_failure
+}
+
+@test "course: the generator wraps a long hint at 120 columns and carries on a hint over its comment lines" {
+    hint="wait for the copy of batch i before the step reads it, and for the step of batch i-2 before the slot is refilled: $(printf 'word%d ' $(seq 1 30))end"
+    printf '    // BEGIN SOLUTION(99-x): %s\n    // and more of the hint, on a line of its own\n    secret();\n    // a comment of the solution\n    //| stub();\n    // END SOLUTION\n' \
+        "$hint" >"$BATS_TEST_TMPDIR/s.cu"
+    run "$ROOT/tools/gen-lesson" "$BATS_TEST_TMPDIR/s.cu"
+    assert_success
+    [ "$(awk 'length($0) > 120' <<<"$output")" = "" ] || fail "lines over 120 columns: $output"
+    assert_line --index 2 --partial "    // TODO(99-x): wait for the copy"
+    # the hint, read back over its lines, is the solution's, word for word
+    read_back=$(sed -n '3,$p' <<<"$output" | sed '/^    \/\/ and more/,$d' | sed 's|^    // TODO(99-x): ||; s|^    // ||' | tr '\n' ' ')
+    assert_equal "$read_back" "$hint "
+    assert_line "    // and more of the hint, on a line of its own"
+    assert_line "    stub();"
+    refute_output --partial "secret"
+    refute_output --partial "a comment of the solution"
+}
+
+@test "course: no line of a student lesson 05-11 is longer than 120 columns" {
+    run awk 'length($0) > 120 { print FILENAME ":" FNR ": " length($0) " columns" }' \
+        "$ROOT"/lessons/0[5-9]_*/* "$ROOT"/lessons/1[01]_*/*
+    assert_success
+    assert_output ""
+}
+
+@test "course: make lessons keeps a copy of a lesson edited by hand, and only of that one" {
+    mkdir -p "$BATS_TEST_TMPDIR/c/tools" "$BATS_TEST_TMPDIR/c/solutions/99_x"
+    cp "$ROOT/tools/gen-lesson" "$ROOT/tools/make-lessons" "$BATS_TEST_TMPDIR/c/tools/"
+    printf '// BEGIN SOLUTION(99-x): do the thing, at some length\nsecret();\n// END SOLUTION\n' >"$BATS_TEST_TMPDIR/c/solutions/99_x/a.cu"
+    cp "$BATS_TEST_TMPDIR/c/solutions/99_x/a.cu" "$BATS_TEST_TMPDIR/c/solutions/99_x/b.cu"
+    "$BATS_TEST_TMPDIR/c/tools/make-lessons" >/dev/null
+    echo "// the student's work" >>"$BATS_TEST_TMPDIR/c/lessons/99_x/a.cu"
+    echo "// changed" >>"$BATS_TEST_TMPDIR/c/solutions/99_x/a.cu"
+    echo "// changed" >>"$BATS_TEST_TMPDIR/c/solutions/99_x/b.cu"
+    run "$BATS_TEST_TMPDIR/c/tools/make-lessons"
+    assert_success
+    assert_output --partial "lessons/99_x/a.cu had been edited"
+    refute_output --partial "b.cu had been edited"
+    [ -f "$BATS_TEST_TMPDIR/c/lessons/99_x/a.cu.orig" ] || fail "no copy of the edited lesson"
+    [ ! -f "$BATS_TEST_TMPDIR/c/lessons/99_x/b.cu.orig" ] || fail "a copy of a lesson that was not edited"
 }
 
 @test "course: gen-lesson --only ID stubs that exercise alone (the mutants of make dev-check)" {
@@ -259,4 +300,12 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
     run broken_links "$ROOT/README.md" "$ROOT"/notes/*.md "$ROOT"/notes/measurements/*.md
     assert_success
     [ -z "$output" ] || fail "broken links: $output"
+}
+
+@test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is installed" {
+    run make -s -C "$ROOT" format-check CLANG_FORMAT=no-such-clang-format
+    assert_success
+    assert_output "format-check: skipped: clang-format not found"
+    command -v clang-format >/dev/null || return 0
+    (cd "$ROOT" && clang-format --style=file --dump-config >/dev/null) || fail ".clang-format does not parse"
 }

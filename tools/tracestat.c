@@ -138,6 +138,112 @@ static int merge(const char *out_path, const char **paths, int n)
     return bad ? EXIT_FAILURE : 0;
 }
 
+// The window to measure or draw: the whole trace, or the last phase of that name,
+// or batches of it. Returns 0 (after one line on stderr) when there is no such phase.
+static int window_of(const timeline *t, const char *path, const char *phase, int first, int count, uint64_t *start,
+                     uint64_t *end)
+{
+    *start = UINT64_MAX;
+    *end = 0;
+    for (int i = 0; i < t->nevents; i++) {
+        if (t->events[i].start < *start) *start = t->events[i].start;
+        if (t->events[i].end > *end) *end = t->events[i].end;
+    }
+    if (phase && !tl_phase_window(t, phase, start, end)) {
+        fprintf(stderr, "tracestat: %s has no phase named '%s'\n", path, phase);
+        return 0;
+    }
+    if (first >= 0) tl_batch_window(t, first, count, start, end);
+    return 1;
+}
+
+// --rewrite: the trace read, written again.
+static int rewrite_trace(const timeline *t, const char *out_path)
+{
+    FILE *out = fopen(out_path, "w");
+    if (!out) {
+        fprintf(stderr, "tracestat: cannot write %s\n", out_path);
+        return EXIT_FAILURE;
+    }
+    tl_write_json(t, out);
+    fclose(out);
+    return 0;
+}
+
+// --svg: the window as an SVG picture.
+static int draw_svg(const timeline *t, uint64_t start, uint64_t end, double ms_axis, const char *heading,
+                    const char *svg)
+{
+    FILE *out = fopen(svg, "w");
+    if (!out) {
+        fprintf(stderr, "tracestat: cannot write %s\n", svg);
+        return EXIT_FAILURE;
+    }
+    tl_render_svg(t, start, end, ms_axis, heading, out);
+    fclose(out);
+    return 0;
+}
+
+// The window's figures, as key=value lines.
+static void print_figures(const timeline *t, const char *phase, uint64_t start, uint64_t end)
+{
+    tl_figures f = tl_analyse(t, start, end);
+    printf("program=%s\nwindow=%s\nspan_ms=%.6f\n", t->program, phase ? phase : "all", f.span_ms);
+    // other_copies: neither to nor from the host (device to device, memsets)
+    printf("kernels=%d\nown_kernels=%d\nh2d=%d\nd2h=%d\ncopies=%d\nother_copies=%d\npageable_copies=%d\nhost_syncs=%d\n",
+           f.kernels, f.own_kernels, f.h2d, f.d2h, f.copies, f.copies - f.h2d - f.d2h, f.pageable_copies, f.host_syncs);
+    // kernels that ran as nodes of a CUDA graph, and the cudaGraphLaunch calls that launched them (lesson 11)
+    printf("graph_kernels=%d\ngraph_launches=%d\n", f.graph_kernels, f.graph_launches);
+    printf("gpu_busy=%.6f\ncopy_hidden=%.6f\nh2d_hidden=%.6f\nkernel_copy_overlap_ms=%.6f\nhost_blocked=%.6f\n",
+           f.gpu_busy, f.copy_hidden, f.h2d_hidden, f.kernel_copy_overlap_ms, f.host_blocked);
+    printf("prep_under_gpu=%.6f\nlargest_gap_ms=%.6f\ndropped=%lld\n", f.prep_under_gpu, f.largest_gap_ms, t->dropped);
+    // NCCL's kernels, and the share of their time with a kernel of the same process that is not NCCL's (lesson 12)
+    printf("comm_kernels=%d\ncomm_ms=%.6f\ncomm_hidden=%.6f\n", f.comm_kernels, f.comm_ms, f.comm_hidden);
+    for (int p = 0; p < t->nprocesses && t->nprocesses > 1; p++) {
+        double ms = 0, hidden = tl_comm_hidden(t, p, start, end, &ms);
+        printf("comm_ms[%s]=%.6f\ncomm_hidden[%s]=%.6f\n", t->processes[p], ms, t->processes[p], hidden);
+    }
+    // the share of the window a kernel other than NCCL's ran, per process: 1 minus it is a
+    // pipeline stage's bubble (lesson 13)
+    printf("compute_busy=%.6f\n", tl_compute_busy(t, -1, start, end));
+    for (int p = 0; p < t->nprocesses && t->nprocesses > 1; p++)
+        printf("compute_busy[%s]=%.6f\n", t->processes[p], tl_compute_busy(t, p, start, end));
+}
+
+// How many times each kernel ran in the window, by name, in the order of their first run.
+static void print_kernel_counts(const timeline *t, uint64_t start, uint64_t end)
+{
+    for (int i = 0; i < t->nevents; i++) {
+        const tl_event *e = &t->events[i];
+        int seen = 0, count = 0;
+        if (e->kind != TL_KERNEL || e->start < start || e->start >= end) continue;
+        for (int j = 0; j < i && !seen; j++)
+            seen = t->events[j].kind == TL_KERNEL && t->events[j].start >= start && t->events[j].start < end &&
+                   strcmp(t->events[j].name, e->name) == 0;
+        if (seen) continue;
+        for (int j = i; j < t->nevents; j++)
+            count += t->events[j].kind == TL_KERNEL && t->events[j].start >= start && t->events[j].start < end &&
+                     strcmp(t->events[j].name, e->name) == 0;
+        printf("kernel_count[%s]=%d\n", e->name, count);
+    }
+}
+
+// The tracks, and the overlap of every pair of stream tracks.
+static void print_track_overlaps(const timeline *t, uint64_t start, uint64_t end)
+{
+    printf("tracks=");
+    for (int k = 0; k < t->ntracks; k++) printf("%s%s", k ? "," : "", t->tracks[k].name);
+    printf("\n");
+    for (int a = 0; a < t->ntracks; a++) {
+        if (tl_is_host(t, a)) continue;
+        for (int b = a + 1; b < t->ntracks; b++)
+            if (!tl_is_host(t, b))
+                printf("overlap_ms[%s,%s]=%.6f\nkernel_overlap_ms[%s,%s]=%.6f\n", t->tracks[a].name,
+                       t->tracks[b].name, tl_track_overlap_ms(t, a, b, start, end, 0), t->tracks[a].name,
+                       t->tracks[b].name, tl_track_overlap_ms(t, a, b, start, end, 1));
+    }
+}
+
 int main(int argc, char **argv)
 {
     const char *phase = NULL, *svg = NULL, *title = NULL, *rewrite = NULL, *merged = NULL;
@@ -170,86 +276,17 @@ int main(int argc, char **argv)
     if (!read_trace(path, &t)) return EXIT_FAILURE;
     if (checking) return check(&t) ? 0 : 1;
     tl_sort(&t);
-    if (rewrite) {
-        FILE *out = fopen(rewrite, "w");
-        if (!out) {
-            fprintf(stderr, "tracestat: cannot write %s\n", rewrite);
-            return EXIT_FAILURE;
-        }
-        tl_write_json(&t, out);
-        fclose(out);
-        return 0;
-    }
-    uint64_t start = UINT64_MAX, end = 0;
-    for (int i = 0; i < t.nevents; i++) {
-        if (t.events[i].start < start) start = t.events[i].start;
-        if (t.events[i].end > end) end = t.events[i].end;
-    }
-    if (phase && !tl_phase_window(&t, phase, &start, &end)) {
-        fprintf(stderr, "tracestat: %s has no phase named '%s'\n", path, phase);
-        return EXIT_FAILURE;
-    }
-    if (first >= 0) tl_batch_window(&t, first, count, &start, &end);
+    if (rewrite) return rewrite_trace(&t, rewrite);
+    uint64_t start, end;
+    if (!window_of(&t, path, phase, first, count, &start, &end)) return EXIT_FAILURE;
     char heading[160];
     snprintf(heading, sizeof heading, "%s: %s", title ? title : t.program, phase ? phase : "whole trace");
     if (text) tl_render_text(&t, start, end, width, 0, heading, stdout);
-    if (svg) {
-        FILE *out = fopen(svg, "w");
-        if (!out) {
-            fprintf(stderr, "tracestat: cannot write %s\n", svg);
-            return EXIT_FAILURE;
-        }
-        tl_render_svg(&t, start, end, ms_axis, heading, out);
-        fclose(out);
-    }
+    if (svg && draw_svg(&t, start, end, ms_axis, heading, svg) != 0) return EXIT_FAILURE;
     if (text || svg) return 0;
-
-    tl_figures f = tl_analyse(&t, start, end);
-    printf("program=%s\nwindow=%s\nspan_ms=%.6f\n", t.program, phase ? phase : "all", f.span_ms);
-    // other_copies: neither to nor from the host (device to device, memsets)
-    printf("kernels=%d\nown_kernels=%d\nh2d=%d\nd2h=%d\ncopies=%d\nother_copies=%d\npageable_copies=%d\nhost_syncs=%d\n",
-           f.kernels, f.own_kernels, f.h2d, f.d2h, f.copies, f.copies - f.h2d - f.d2h, f.pageable_copies, f.host_syncs);
-    // kernels that ran as nodes of a CUDA graph, and the cudaGraphLaunch calls that launched them (lesson 11)
-    printf("graph_kernels=%d\ngraph_launches=%d\n", f.graph_kernels, f.graph_launches);
-    printf("gpu_busy=%.6f\ncopy_hidden=%.6f\nh2d_hidden=%.6f\nkernel_copy_overlap_ms=%.6f\nhost_blocked=%.6f\n",
-           f.gpu_busy, f.copy_hidden, f.h2d_hidden, f.kernel_copy_overlap_ms, f.host_blocked);
-    printf("prep_under_gpu=%.6f\nlargest_gap_ms=%.6f\ndropped=%lld\n", f.prep_under_gpu, f.largest_gap_ms, t.dropped);
-    // NCCL's kernels, and the share of their time with a kernel of the same process that is not NCCL's (lesson 12)
-    printf("comm_kernels=%d\ncomm_ms=%.6f\ncomm_hidden=%.6f\n", f.comm_kernels, f.comm_ms, f.comm_hidden);
-    for (int p = 0; p < t.nprocesses && t.nprocesses > 1; p++) {
-        double ms = 0, hidden = tl_comm_hidden(&t, p, start, end, &ms);
-        printf("comm_ms[%s]=%.6f\ncomm_hidden[%s]=%.6f\n", t.processes[p], ms, t.processes[p], hidden);
-    }
-    // the share of the window a kernel other than NCCL's ran, per process: 1 minus it is a
-    // pipeline stage's bubble (lesson 13)
-    printf("compute_busy=%.6f\n", tl_compute_busy(&t, -1, start, end));
-    for (int p = 0; p < t.nprocesses && t.nprocesses > 1; p++)
-        printf("compute_busy[%s]=%.6f\n", t.processes[p], tl_compute_busy(&t, p, start, end));
-    // how many times each kernel ran in the window, by name
-    for (int i = 0; i < t.nevents; i++) {
-        const tl_event *e = &t.events[i];
-        int seen = 0, count = 0;
-        if (e->kind != TL_KERNEL || e->start < start || e->start >= end) continue;
-        for (int j = 0; j < i && !seen; j++)
-            seen = t.events[j].kind == TL_KERNEL && t.events[j].start >= start && t.events[j].start < end &&
-                   strcmp(t.events[j].name, e->name) == 0;
-        if (seen) continue;
-        for (int j = i; j < t.nevents; j++)
-            count += t.events[j].kind == TL_KERNEL && t.events[j].start >= start && t.events[j].start < end &&
-                     strcmp(t.events[j].name, e->name) == 0;
-        printf("kernel_count[%s]=%d\n", e->name, count);
-    }
-    printf("tracks=");
-    for (int k = 0; k < t.ntracks; k++) printf("%s%s", k ? "," : "", t.tracks[k].name);
-    printf("\n");
-    for (int a = 0; a < t.ntracks; a++) {
-        if (tl_is_host(&t, a)) continue;
-        for (int b = a + 1; b < t.ntracks; b++)
-            if (!tl_is_host(&t, b))
-                printf("overlap_ms[%s,%s]=%.6f\nkernel_overlap_ms[%s,%s]=%.6f\n", t.tracks[a].name,
-                       t.tracks[b].name, tl_track_overlap_ms(&t, a, b, start, end, 0), t.tracks[a].name,
-                       t.tracks[b].name, tl_track_overlap_ms(&t, a, b, start, end, 1));
-    }
+    print_figures(&t, phase, start, end);
+    print_kernel_counts(&t, start, end);
+    print_track_overlaps(&t, start, end);
     tl_free(&t);
     return 0;
 }

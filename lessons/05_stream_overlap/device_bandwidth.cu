@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/device_bandwidth.cu, made by `make lessons` (checksum 2929725692): no exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
+// STUDENT VERSION of solutions/05_stream_overlap/device_bandwidth.cu, made by `make lessons` (checksum 27883380)
+// No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // device_bandwidth.cu: part 1, what the device can overlap (copy engines,
 // concurrent kernels, stream priorities), and part 2, host<->device bandwidth
 // from pinned and from pageable memory, one direction at a time and both at once.

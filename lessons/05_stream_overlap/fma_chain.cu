@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/fma_chain.cu, made by `make lessons` (checksum 3418747142): no exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
+// STUDENT VERSION of solutions/05_stream_overlap/fma_chain.cu, made by `make lessons` (checksum 3691270346)
+// No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // fma_chain.cu: the kernel lesson 05 overlaps with its copies, its launcher, and
 // its host twin.
 //

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/harness.cu, made by `make lessons` (checksum 4155173043): no exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
+// STUDENT VERSION of solutions/05_stream_overlap/harness.cu, made by `make lessons` (checksum 2679119896)
+// No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // harness.cu: how lesson 05 times and checks its runs. Not what the lesson
 // teaches: the parts hand their work over as gpu_work_fn's and read the result.
 #include <stdlib.h>  // free

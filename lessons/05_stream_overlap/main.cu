@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 3599648076): no exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
+// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 1419137782)
+// No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // 05_stream_overlap: copies and kernels overlapped across CUDA streams, measured fairly.
 //
 // build: make build/solutions/05_stream_overlap

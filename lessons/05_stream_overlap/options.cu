@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/options.cu, made by `make lessons` (checksum 4265199450): no exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
+// STUDENT VERSION of solutions/05_stream_overlap/options.cu, made by `make lessons` (checksum 3151936953)
+// No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // options.cu: lesson 05's command line, and the sizes it asks for checked against
 // the machine before anything is allocated: a size that cannot fit is bad usage
 // (exit code 2, one line naming --size-mib), not a CUDA error halfway through.

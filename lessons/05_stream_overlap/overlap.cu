@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 3488164595): fill in its 2 TODOs.
+// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 1916018136)
+// Fill in its 2 TODOs.
 // overlap.cu: part 3, copy-in, kernel and copy-out in order on one stream, then
 // cut into chunks over several streams in two issue orders. Every buffer is
 // pinned, on both sides, so the difference is the overlap alone; the results
@@ -21,7 +22,8 @@ static int chunk_len(const workload *w, int c)
 // Issue order 1, per chunk: copy-in, kernel, copy-out of chunk c on stream c % nstreams.
 static void run_overlapped_per_chunk(void *arg)
 {
-    // TODO(05-per-chunk): every chunk goes through copy-in, kernel and copy-out on one stream, and the chunks take turns over the streams; chunk_begin and chunk_len give a chunk's range
+    // TODO(05-per-chunk): every chunk goes through copy-in, kernel and copy-out on one stream, and the chunks take
+    // turns over the streams; chunk_begin and chunk_len give a chunk's range
     (void)arg;  // nothing issued yet: every chunk of the output stays poisoned
 }
 
@@ -30,7 +32,8 @@ static void run_overlapped_per_chunk(void *arg)
 // sequence as in order 1; only the order in which the host issues them changes.
 static void run_overlapped_by_stage(void *arg)
 {
-    // TODO(05-by-stage): in rounds of nstreams chunks, issue every copy-in of the round, then every kernel, then every copy-out, each chunk on the same stream as in order 1
+    // TODO(05-by-stage): in rounds of nstreams chunks, issue every copy-in of the round, then every kernel, then every
+    // copy-out, each chunk on the same stream as in order 1
     (void)arg;  // nothing issued yet: every chunk of the output stays poisoned
 }
 

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/overlap.h, made by `make lessons` (checksum 2987845697): no exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
+// STUDENT VERSION of solutions/05_stream_overlap/overlap.h, made by `make lessons` (checksum 2539584044)
+// No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // overlap.h: what the files of lesson 05 share: the options, the workload, and
 // one function per part. No exercise in it: the lesson and its solution include
 // this same file.

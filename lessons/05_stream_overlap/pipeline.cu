@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 2801592687): fill in its 2 TODOs.
+// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 900616117)
+// Fill in its 2 TODOs.
 // pipeline.cu: part 5, batches through two streams ordered by events. The copy
 // stream moves batches in and results out, the compute stream runs the kernels,
 // through two device slots per direction (batch k uses slot k % 2). Every
@@ -60,14 +61,16 @@ static void run_pipeline(void *arg)
     for (int k = 0; k < p->batches; k++) {
         int slot = k % 2;
         if (k + 1 < p->batches) issue_copy_in(p, k + 1);
-        // TODO(05-kernel-wait): kernel k reads its in-slot: which event says that batch k's copy-in has landed, and how does the compute stream wait for it without the host?
+        // TODO(05-kernel-wait): kernel k reads its in-slot: which event says that batch k's copy-in has landed, and how
+        // does the compute stream wait for it without the host?
         // the out-slot is rewritten only after copy-out k-2 has read it (implied
         // here too once kernel k waits for copy-in k, which came after that copy-out)
         if (k >= 2) CUDA_CHECK(cudaStreamWaitEvent(p->compute_stream, p->out_free[slot], 0));
         test_delay(p, DELAY_ON_COMPUTE, p->compute_stream);
         launch_fma_chain(p->d_in_slot[slot], p->d_out_slot[slot], batch_len(p, k), p->w->work, p->compute_stream);
         CUDA_CHECK(cudaEventRecord(p->kernel_done[slot], p->compute_stream));
-        // TODO(05-copy-out-wait): copy-out k reads the out-slot: which event says kernel k has written it, and which stream must wait for it?
+        // TODO(05-copy-out-wait): copy-out k reads the out-slot: which event says kernel k has written it, and which
+        // stream must wait for it?
         CUDA_CHECK(cudaMemcpyAsync(p->w->h_out + batch_begin(p, k), p->d_out_slot[slot],
                                    sizeof(float) * batch_len(p, k), cudaMemcpyDeviceToHost, p->copy_stream));
         CUDA_CHECK(cudaEventRecord(p->out_free[slot], p->copy_stream));

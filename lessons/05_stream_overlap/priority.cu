@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 36866645): fill in its 1 TODO.
+// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 1734261955)
+// Fill in its 1 TODO.
 // priority.cu: part 4, what stream priority does. A flood of spin blocks fills
 // every SM for many waves; a small probe kernel is queued once the flood runs, on
 // a stream of the flood's priority and on a high-priority one, and timed from
@@ -12,7 +13,7 @@
 #include "common/device.h"   // defines: device_info
 #include "common/kernels.h"  // defines: launch_spin, spin_blocks_per_sm, launch_probe
 #include "common/memory.h"   // defines: host_alloc
-#include "common/timing.h"   // defines: stats, stats_of
+#include "common/timing.h"   // defines: stats, stats_of, event_ms
 #include "overlap.h"  // defines: options, report, report_*
 
 #define SPIN_THREADS 1024
@@ -39,12 +40,8 @@ static void sleep_us(long us)
     nanosleep(&ts, NULL);
 }
 
-static double elapsed_us(cudaEvent_t from, cudaEvent_t to)
-{
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
-    return ms * 1e3;
-}
+// the probe's events have completed: the caller synchronised the device
+static double elapsed_us(cudaEvent_t from, cudaEvent_t to) { return event_ms(from, to) * 1e3; }
 
 static probe_result probe_once(flood_probe *f, cudaStream_t probe)
 {
@@ -93,7 +90,8 @@ void part4_priority(const device_info *dev, const options *o, report *r)
     flood_create(&f, dev);
     cudaStream_t control, high;
     CUDA_CHECK(cudaStreamCreateWithPriority(&control, cudaStreamNonBlocking, dev->priority_least));
-    // TODO(05-priority): create `high` so that its blocks are scheduled before the flood's: which end of the device's priority range is the highest?
+    // TODO(05-priority): create `high` so that its blocks are scheduled before the flood's: which end of the device's
+    // priority range is the highest?
     CUDA_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, dev->priority_least));
     int n = o->priority_trials, in_flood = 0, tries = 0, kept = 0;
     double *wait_control = (double *)host_alloc(sizeof(double) * (size_t)n, "part 4's control waits");

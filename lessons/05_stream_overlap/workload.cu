@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/05_stream_overlap/workload.cu, made by `make lessons` (checksum 1349143589): no exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
+// STUDENT VERSION of solutions/05_stream_overlap/workload.cu, made by `make lessons` (checksum 2514288272)
+// No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // workload.cu: lesson 05's data, its three stages (copy-in, kernel, copy-out),
 // the sequential run that every other run is compared with, and the checks.
 #include <stdio.h>   // fprintf, snprintf

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 1943319296): fill in its 2 TODOs.
+// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 515482759)
+// Fill in its 2 TODOs.
 // 07_event_sync: the same loop, ordered with events instead of stream synchronisation.
 //
 // build: make build/solutions/07_event_sync
@@ -11,7 +12,9 @@
 // costs what 06's cost: events say *what* to wait for, the gain comes in 08 from
 // waiting less often. The loop runs in two variants, round-robin: the host spinning
 // in its wait (the default) and sleeping in it (cudaEventBlockingSync), to show
-// what each costs in CPU time and in step time.
+// what each costs in CPU time and in step time. The rest of the loop and the start of
+// main repeat 06's on purpose, line for line, so that `diff solutions/06_per_batch_sync
+// solutions/07_event_sync` shows the two changes and little else.
 #include "common/args.h"     // defines: arg_spec, args_parse
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/harness.h"  // defines: train_variant, harness_run, harness_finish
@@ -53,11 +56,13 @@ static int train_loop(trainer *t, void *ctx)
         trainer_prepare(t, i, h_batch);  // the host's work: generate, augment, normalise
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        // TODO(07-copy-event): order the step after the copy on the device, not on the host: mark the copy's end with e->copied, and find the call that makes another stream wait for an event
+        // TODO(07-copy-event): order the step after the copy on the device, not on the host: mark the copy's end with
+        // e->copied, and find the call that makes another stream wait for an event
         trainer_step(t, i, d_batch, t->compute_stream);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
-        // TODO(07-step-event): where 06 synchronised the compute stream, record e->stepped after the loss copy and wait for that event instead (inside HOST_SYNC, as in 06)
+        // TODO(07-step-event): where 06 synchronised the compute stream, record e->stepped after the loss copy and wait
+        // for that event instead (inside HOST_SYNC, as in 06)
         if ((i + 1) % LOSS_READ_INTERVAL == 0 || i == t->opt.batches - 1)
             for (long k = i - i % LOSS_READ_INTERVAL; k <= i; k++) trainer_take_loss(t, k);
     }

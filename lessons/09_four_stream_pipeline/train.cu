@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 1875559244): fill in its 3 TODOs.
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 2582339160)
+// Fill in its 3 TODOs.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
 // build: make build/solutions/09_four_stream_pipeline
@@ -57,7 +58,8 @@ static int train_loop(trainer *t, void *ctx)
         if (i >= SLOTS && event_pending(p->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(p->copied[s]));
         trainer_prepare(t, i, h_batch);
 
-        // TODO(09-slot-free): device slot s still holds batch i-3: make this copy stream wait until that batch's backward pass has finished reading it
+        // TODO(09-slot-free): device slot s still holds batch i-3: make this copy stream wait until that batch's
+        // backward pass has finished reading it
         test_delay(t, DELAY_COPY, copy);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, copy));
         CUDA_CHECK(cudaEventRecord(p->copied[s], copy));
@@ -111,7 +113,8 @@ int main(int argc, char **argv)
     four_streams p = {.sync_interval = 10};
     arg_spec specs[32];
     int n = train_option_specs(&o, specs);
-    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N", "batches between two host synchronisations");
+    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N",
+                         "batches between two host synchronisations");
     args_parse(argc, argv, PROG, "Train an MLP on four streams: two copy, forward, backward.", specs, n);
 
     trainer t;

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 4191729056): fill in its 4 TODOs.
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 680057669)
+// Fill in its 4 TODOs.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
 //
@@ -113,7 +114,9 @@ static int loaders_stuck(const loader_pool *p)
 // Loader k claims the next batch and its slot. Returns 0 when there is nothing left to claim.
 static int claim_batch(loader_pool *p, int k, long *batch, host_slot **slot, int *copy_queued)
 {
-    // TODO(10-claim): the next batch to prepare is p->next_batch, in slot batch % prefetch; a slot still holding an earlier batch is not yours yet (sleep_until_slot_free), and after waking the next batch may have been taken by another loader; leave the slot marked so no one else fills it
+    // TODO(10-claim): the next batch to prepare is p->next_batch, in slot batch % prefetch; a slot still holding an
+    // earlier batch is not yours yet (sleep_until_slot_free), and after waking the next batch may have been taken by
+    // another loader; leave the slot marked so no one else fills it
     (void)p, (void)k, (void)batch, (void)slot, (void)copy_queued;
     return 0;  // nothing claimed: the loader leaves at once
 }
@@ -128,7 +131,8 @@ static void publish_batch(loader_pool *p, host_slot *slot)
 // The main thread has queued the copy out of the slot: hand the slot back.
 static void hand_back_slot(loader_pool *p, host_slot *slot, cudaStream_t copy_stream)
 {
-    // TODO(10-hand-back): record the slot's `copied` event on the copy stream (a loader will wait for it before refilling), mark the slot COPYING and wake the loaders
+    // TODO(10-hand-back): record the slot's `copied` event on the copy stream (a loader will wait for it before
+    // refilling), mark the slot COPYING and wake the loaders
     (void)p, (void)slot, (void)copy_stream;
 }
 
@@ -140,7 +144,9 @@ static void hand_back_slot(loader_pool *p, host_slot *slot, cudaStream_t copy_st
 // from a loader thread, the main thread may be using CUDA at the same moment).
 static int wait_for_last_copy(loader_pool *p, int k, host_slot *slot, long i, char *why, size_t size)
 {
-    // TODO(10-recycle): the slot's last copy may still be reading the pinned buffer: ask its `copied` event (cudaEventQuery), and only if the copy is still pending wait for it on this thread (a TL_RANGE_LOADER_WAIT range, p->loader_waits counted under the lock); report an error into `why`, never exit
+    // TODO(10-recycle): the slot's last copy may still be reading the pinned buffer: ask its `copied` event
+    // (cudaEventQuery), and only if the copy is still pending wait for it on this thread (a TL_RANGE_LOADER_WAIT range,
+    // p->loader_waits counted under the lock); report an error into `why`, never exit
     (void)p, (void)k, (void)slot, (void)i, (void)why, (void)size;
     return 0;
 }
@@ -316,7 +322,8 @@ int main(int argc, char **argv)
     int n = train_option_specs(&o, specs);
     specs[n++] = arg_int("workers", &p.workers, 1, MAX_WORKERS, "N", "loader threads");
     specs[n++] = arg_int("prefetch", &p.prefetch, 1, 4096, "N", "pinned batch slots in the ring");
-    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N", "batches between two host synchronisations");
+    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N",
+                         "batches between two host synchronisations");
     specs[n++] = arg_int("fail-at-batch", &p.fail_at_batch, -1, 1000000, "N",
                          "make the loader of batch N fail (to test shutdown); -1: none");
     args_parse(argc, argv, PROG, "Train an MLP with loader threads preparing batches ahead.", specs, n);

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.cu, made by `make lessons` (checksum 2484531906): fill in its 1 TODO.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.cu, made by `make lessons` (checksum 3616646877)
+// Fill in its 1 TODO.
 // buckets.cu (lesson 12): the gradients grouped into buckets in the order the backward pass
 // finishes them (exercise 12-bucket-plan), the plan checked, and written as text.
 #include <stdio.h>
@@ -17,7 +18,9 @@
 void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p)
 {
     memset(p, 0, sizeof *p);
-    // TODO(12-bucket-plan): walk down from the last layer; a bucket closes at the layer where its range of parameters (from that layer's W to its top layer's b: s->w_off, s->b_off, s->dims) reaches `bytes`, or at layer 1; fill first_layer, last_layer, first, floats, count
+    // TODO(12-bucket-plan): walk down from the last layer; a bucket closes at the layer where its range of parameters
+    // (from that layer's W to its top layer's b: s->w_off, s->b_off, s->dims) reaches `bytes`, or at layer 1; fill
+    // first_layer, last_layer, first, floats, count
     (void)s, (void)bytes;
 }
 

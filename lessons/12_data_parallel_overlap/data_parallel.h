@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2639061278): no exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2530715002)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
 // the step with its all-reduces, the training loop, the reference; report.cu: each part alone,

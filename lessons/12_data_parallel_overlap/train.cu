@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 1994100686): fill in its 3 TODOs.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 799505406)
+// Fill in its 3 TODOs.
 // train.cu (lesson 12): this rank's shard of a batch; the step, each bucket's all-reduce issued
 // as soon as its gradients are ready (exercises 12-ready, 12-allreduce, 12-update-wait); lesson
 // 08's training loop with polled waits; the synchronous reference every run must match.
@@ -30,9 +31,13 @@ void prepare_shard(trainer *t, const data_parallel *e, long i, float *h_batch)
 // Issues bucket b's all-reduce on the communication stream, after its gradients.
 static void issue_bucket(trainer *t, data_parallel *e, int b)
 {
-    // TODO(12-ready): the all-reduce must not read the bucket's gradients before the backward pass has written them: mark that point on the compute stream with grads_ready[b], and make the communication stream (not the host) wait for it
+    // TODO(12-ready): the all-reduce must not read the bucket's gradients before the backward pass has written them:
+    // mark that point on the compute stream with grads_ready[b], and make the communication stream (not the host) wait
+    // for it
     test_delay(t, DELAY_COPY, e->comm_stream);  // the test hook holds communication back with the copies
-    // TODO(12-allreduce): sum the bucket's range of t->model.d_grads over the ranks into the same range of e->d_sum: ncclAllReduce (ncclFloat, ncclSum, e->dist->comm) on the communication stream, inside NCCL_CHECK(e->dist, ...); then record reduced[b] on that stream
+    // TODO(12-allreduce): sum the bucket's range of t->model.d_grads over the ranks into the same range of e->d_sum:
+    // ncclAllReduce (ncclFloat, ncclSum, e->dist->comm) on the communication stream, inside NCCL_CHECK(e->dist, ...);
+    // then record reduced[b] on that stream
     (void)b;
 }
 
@@ -69,7 +74,8 @@ static void train_step(trainer *t, data_parallel *e, long i, float *d_batch)
     if (e->overlap == OVERLAP_NONE)
         for (int b = 0; b < e->plan.count; b++) issue_bucket(t, e, b);
     for (int b = 0; b < e->plan.count; b++) {
-        // TODO(12-update-wait): the update of bucket b reads its range of e->d_sum, which its all-reduce writes on the other stream: make the compute stream wait for that all-reduce first
+        // TODO(12-update-wait): the update of bucket b reads its range of e->d_sum, which its all-reduce writes on the
+        // other stream: make the compute stream wait for that all-reduce first
         mlp_update(&e->averaged, e->plan.first[b], e->plan.floats[b], compute);
     }
 }

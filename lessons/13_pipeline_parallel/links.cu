@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 2140724872): no exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
+// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 3576675603)
+// No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // links.cu (lesson 13): a communicator and a stream per direction between neighbouring
 // stages, opened, connected and closed.
 #include <stdio.h>

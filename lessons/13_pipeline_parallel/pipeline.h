@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 585962978): no exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
+// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 4124721880)
+// No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // pipeline.h: lesson 13's types, and what its files call in one another (the overview is
 // in main.cu). stages.cu: the stages, the schedules, the activation slots; links.cu: the
 // communicators between neighbouring stages; train.cu: one micro-batch's forward and backward

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 3901395376): no exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
+// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 3876899849)
+// No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // report.cu (lesson 13): each part alone (what the prediction is made of), the checks
 // across stages, and the report.
 #include <stdio.h>

@@ -1,4 +1,5 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 2247053247): fill in its 1 TODO.
+// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 2067948459)
+// Fill in its 1 TODO.
 // stages.cu (lesson 13): where a stage stands in the model, its forward and backward over
 // a micro-batch, the schedules (exercise 13-one-f-one-b), and the activation slots.
 #include <stdio.h>
@@ -102,7 +103,9 @@ static int schedule_gpipe(const stage_shape *st, step_op *ops)
 static int schedule_1f1b(const stage_shape *st, step_op *ops)
 {
     int n = 0;
-    // TODO(13-one-f-one-b): fill ops[] in 1F1B order with push_op (0: forward, 1: backward): w = min(p - s - 1, M) warm-up forwards, then for each further micro-batch its forward followed by the oldest backward not yet issued, then the last w backwards; p = st->stages, s = st->rank, M = st->micro_batches
+    // TODO(13-one-f-one-b): fill ops[] in 1F1B order with push_op (0: forward, 1: backward): w = min(p - s - 1, M)
+    // warm-up forwards, then for each further micro-batch its forward followed by the oldest backward not yet issued,
+    // then the last w backwards; p = st->stages, s = st->rank, M = st->micro_batches
     (void)st, (void)ops;
     return n;
 }

@@ -11,7 +11,7 @@
 #include "common/device.h"   // defines: device_info
 #include "common/kernels.h"  // defines: launch_spin, spin_blocks_per_sm, launch_probe
 #include "common/memory.h"   // defines: host_alloc
-#include "common/timing.h"   // defines: stats, stats_of
+#include "common/timing.h"   // defines: stats, stats_of, event_ms
 #include "overlap.h"  // defines: options, report, report_*
 
 #define SPIN_THREADS 1024
@@ -38,12 +38,8 @@ static void sleep_us(long us)
     nanosleep(&ts, NULL);
 }
 
-static double elapsed_us(cudaEvent_t from, cudaEvent_t to)
-{
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
-    return ms * 1e3;
-}
+// the probe's events have completed: the caller synchronised the device
+static double elapsed_us(cudaEvent_t from, cudaEvent_t to) { return event_ms(from, to) * 1e3; }
 
 static probe_result probe_once(flood_probe *f, cudaStream_t probe)
 {

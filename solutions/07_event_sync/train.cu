@@ -10,7 +10,9 @@
 // costs what 06's cost: events say *what* to wait for, the gain comes in 08 from
 // waiting less often. The loop runs in two variants, round-robin: the host spinning
 // in its wait (the default) and sleeping in it (cudaEventBlockingSync), to show
-// what each costs in CPU time and in step time.
+// what each costs in CPU time and in step time. The rest of the loop and the start of
+// main repeat 06's on purpose, line for line, so that `diff solutions/06_per_batch_sync
+// solutions/07_event_sync` shows the two changes and little else.
 #include "common/args.h"     // defines: arg_spec, args_parse
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/harness.h"  // defines: train_variant, harness_run, harness_finish

@@ -31,7 +31,7 @@ static const char *PROG = "08_interval_sync";
 #define SLOTS 2  // host and device batch slots: one being filled while the other is used
 
 typedef struct {
-    int sync_interval;           // SYNC_INTERVAL: batches between two host synchronisations
+    int sync_interval;           // --sync-interval: batches between two host synchronisations
     int lag;                     // 1: wait for batch i-1's loss at the end of an interval; 0: batch i's
     cudaEvent_t copied[SLOTS];   // slot s's copy has finished: host slot free, device slot ready
     cudaEvent_t stepped[SLOTS];  // the step that read device slot s has finished

@@ -117,7 +117,8 @@ int main(int argc, char **argv)
     four_streams p = {.sync_interval = 10};
     arg_spec specs[32];
     int n = train_option_specs(&o, specs);
-    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N", "batches between two host synchronisations");
+    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N",
+                         "batches between two host synchronisations");
     args_parse(argc, argv, PROG, "Train an MLP on four streams: two copy, forward, backward.", specs, n);
 
     trainer t;

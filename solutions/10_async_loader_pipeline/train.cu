@@ -352,7 +352,8 @@ int main(int argc, char **argv)
     int n = train_option_specs(&o, specs);
     specs[n++] = arg_int("workers", &p.workers, 1, MAX_WORKERS, "N", "loader threads");
     specs[n++] = arg_int("prefetch", &p.prefetch, 1, 4096, "N", "pinned batch slots in the ring");
-    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N", "batches between two host synchronisations");
+    specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N",
+                         "batches between two host synchronisations");
     specs[n++] = arg_int("fail-at-batch", &p.fail_at_batch, -1, 1000000, "N",
                          "make the loader of batch N fail (to test shutdown); -1: none");
     args_parse(argc, argv, PROG, "Train an MLP with loader threads preparing batches ahead.", specs, n);
