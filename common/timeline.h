@@ -148,6 +148,22 @@ tl_figures tl_analyse(const timeline *t, uint64_t start, uint64_t end);
 // ran too; *comm_ms (if not NULL) gets that NCCL time.
 double tl_comm_hidden(const timeline *t, int process, uint64_t start, uint64_t end, double *comm_ms);
 
+// Communication that shows in a step: each NCCL kernel of `process` (-1: every process, each
+// against its own kernels) that starts in the window, split into the time some other kernel
+// of that process ran beside it (hidden) and the time none did (exposed: the communication
+// stream busy while the compute stream is not). With groups N > 0 the NCCL kernels come N to a
+// step in issue order (lesson 12: one all-reduce per bucket), and the last of each group, the
+// last bucket, which no later compute can hide, is counted apart from the others.
+typedef struct {
+    int kernels;              // NCCL kernels that start in the window
+    int whole_groups;         // groups > 0: kernels is a multiple of groups
+    double comm_ms, exposed_ms;          // all of them
+    double last_ms, last_exposed_ms;     // the last of each group (groups > 0)
+    double hideable_ms, hideable_exposed_ms;  // the others: what buckets can hide
+} tl_comm_split;
+
+tl_comm_split tl_comm_exposed(const timeline *t, int process, uint64_t start, uint64_t end, int groups);
+
 // The share of the window during which a kernel of `process` (-1: of any) that is not NCCL's
 // ran: 1 minus it is what a pipeline stage's GPU spent idle or waiting in NCCL, its bubble
 // (lesson 13).

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "timeline.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,6 +116,52 @@ double tl_comm_hidden(const timeline *t, int process, uint64_t start, uint64_t e
     }
     if (comm_ms) *comm_ms = comm / 1e6;
     return comm ? (double)hidden / comm : 0;
+}
+
+// The part of [a, b) that the sorted, merged spans s[0..n) cover.
+static uint64_t covered(const span *s, int n, uint64_t a, uint64_t b)
+{
+    uint64_t sum = 0;
+    for (int i = 0; i < n && s[i].a < b; i++) {
+        uint64_t x = s[i].a > a ? s[i].a : a, y = s[i].b < b ? s[i].b : b;
+        if (y > x) sum += y - x;
+    }
+    return sum;
+}
+
+// One process's NCCL kernels that start in [lo, hi), in issue order, added to *c.
+static void split_process(const timeline *t, int p, uint64_t lo, uint64_t hi, int groups, tl_comm_split *c)
+{
+    span *compute;
+    int n = union_of(t, COMPUTE, -2 - p, 0, UINT64_MAX, &compute);
+    int j = 0;
+    for (int i = 0; i < t->nevents; i++) {
+        const tl_event *e = &t->events[i];
+        if (!matches(t, e, COMM, -2 - p) || e->start < lo || e->start >= hi) continue;
+        double ms = (e->end - e->start) / 1e6;
+        double exposed = ms - covered(compute, n, e->start, e->end) / 1e6;
+        int last = groups > 0 && j % groups == groups - 1;
+        c->kernels++;
+        c->comm_ms += ms;
+        c->exposed_ms += exposed;
+        c->last_ms += last ? ms : 0;
+        c->last_exposed_ms += last ? exposed : 0;
+        c->hideable_ms += last ? 0 : ms;
+        c->hideable_exposed_ms += last ? 0 : exposed;
+        j++;
+    }
+    if (groups > 0 && j % groups != 0) c->whole_groups = 0;
+    free(compute);
+}
+
+tl_comm_split tl_comm_exposed(const timeline *t, int process, uint64_t start, uint64_t end, int groups)
+{
+    tl_comm_split c;
+    memset(&c, 0, sizeof c);
+    c.whole_groups = groups > 0;
+    for (int p = 0; p < t->nprocesses; p++)
+        if (process < 0 || p == process) split_process(t, p, start, end, groups, &c);
+    return c;
 }
 
 double tl_compute_busy(const timeline *t, int process, uint64_t start, uint64_t end)

@@ -42,13 +42,13 @@ rel() {
     assert_output --partial "NCCL"
 }
 
-@test "12 builds, and --help lists its options" {
+@test "12 builds, and --help lists its options, one default each inside its range, and how to run ranks on one GPU" {
     need_nccl
-    run prog "$P" --help
-    assert_success
+    check_help "$P"
     for option in --overlap --bucket-mib --rendezvous --timeout-s --fail-rank --fail-at-batch --fail-how --delay-on --trace --json; do
         assert_output --partial -- "$option"
     done
+    assert_output --partial "tools/launch -n 2 --simulate-nodes"
 }
 
 @test "12 refuses bad values with exit code 2 and one line naming the option" {
@@ -171,6 +171,43 @@ EOS
         [ "$status" -eq 2 ] || fail "launch $args: exit code $status, expected 2"
         [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "launch $args: expected one line, got: $stderr"
     done
+}
+
+@test "12 tracestat --comm-groups: communication exposed kernel by kernel, each step's last bucket apart" {
+    # two steps of three buckets; compute runs 0-300 and 600-900 us
+    k() { printf '{"name":"%s","cat":"kernel","ph":"X","ts":%s.000,"dur":%s.000,"pid":1,"tid":%s,"args":{"batch":-1,"bytes":0,"pageable":0}}' "$@"; }
+    ar=ncclDevKernel_AllReduce_Sum_f32_RING_LL
+    {
+        echo '{"traceEvents":['
+        echo '{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"one rank"}},'
+        echo '{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"main","kind":"main"}},'
+        echo '{"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"compute","kind":"stream"}},'
+        echo '{"name":"thread_name","ph":"M","pid":1,"tid":3,"args":{"name":"comm","kind":"stream"}},'
+        echo '{"name":"run","cat":"phase","ph":"X","ts":0.000,"dur":1000.000,"pid":1,"tid":1,"args":{"batch":-1,"bytes":0,"pageable":0}},'
+        # one event a line, as the course writes them
+        printf '%s,\n' "$(k sgemm 0 300 2)" "$(k $ar 100 100 3)" "$(k $ar 250 100 3)" "$(k $ar 400 100 3)" \
+            "$(k sgemm 600 300 2)" "$(k $ar 620 80 3)" "$(k $ar 850 100 3)"
+        echo "$(k $ar 950 50 3)"
+        echo '],"displayTimeUnit":"ms","otherData":{"program":"one rank","dropped":0,"base_ns":1000000000000}}'
+    } >"$BATS_TEST_TMPDIR/g.json"
+    s=$BATS_TEST_TMPDIR/g.txt
+    run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/g.json" --comm-groups 3
+    assert_success
+    printf '%s\n' "$output" >"$s"
+    assert_equal "$(kv_get "$s" comm_kernels)" 6
+    assert_equal "$(kv_get "$s" comm_ms)" 0.530000
+    assert_equal "$(kv_get "$s" comm_exposed_ms)" 0.250000      # 0 + 50 + 100, then 0 + 50 + 50 us
+    assert_equal "$(kv_get "$s" comm_whole_groups)" 1
+    assert_equal "$(kv_get "$s" comm_last_ms)" 0.150000         # the third of each step: 100 + 50 us
+    assert_equal "$(kv_get "$s" comm_last_exposed_ms)" 0.150000
+    assert_equal "$(kv_get "$s" comm_hideable_ms)" 0.380000
+    assert_equal "$(kv_get "$s" comm_hideable_exposed_ms)" 0.100000
+    assert_equal "$(kv_get "$s" comm_hidden_hideable)" 0.736842  # 1 - 0.10 / 0.38
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/g.json" --comm-groups 4 >"$s"
+    assert_equal "$(kv_get "$s" comm_whole_groups)" 0            # 6 kernels are not steps of 4
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/g.json" >"$s"
+    assert_equal "$(kv_get "$s" comm_exposed_ms)" 0.250000
+    [ -z "$(kv_get "$s" comm_last_ms)" ] || fail "comm_last_ms without --comm-groups"
 }
 
 @test "12 tracestat --merge: one process row per rank, clocks lined up, communication hidden under compute per rank" {
@@ -327,24 +364,35 @@ EOF
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/w.json" weights_checksums)" "$sums"
 }
 
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
-@test "12 four ranks: bit-identical to the reference on every rank, in both overlap modes and under each test delay" {
-    need_nccl_gpu
+# assert_four_ranks ARGS...: four ranks (12 batches: every run of four simulated nodes pays
+# for their loopback sockets) bit-identical to the reference, the same model on every rank
+assert_four_ranks() {
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
-    for args in "--overlap buckets" "--overlap none" "--delay-us $DELAY_US --delay-on compute" \
-        "--delay-us $DELAY_US --delay-on copy"; do
-        # shellcheck disable=SC2086
-        run_ranks 4 v "$P" $SMALL12 $args
-        [ "$status" -eq 0 ] || fail "four ranks, $args: not verified (exit code $status)"
-        f=$BATS_TEST_TMPDIR/v.json
-        assert_equal "$(json_get "$f" world_size) $(json_get "$f" shard_batch)" "4 16"
-        assert_equal "$(json_get "$f" matches_reference)" true
-        assert_equal "$(json_get "$f" runs_identical)" true
-        assert_equal "$(json_get "$f" ranks_identical)" true
-        assert_equal "$(json_get "$f" ranks_verified)" true
-        assert_equal "$(json_get "$f" losses_once)" true
-        assert_equal "$(json_get "$f" weights_checksums | tr ',' '\n' | sort -u | wc -l)" 1  # one model on every rank
-    done
+    # shellcheck disable=SC2086
+    run_ranks 4 v "$P" $SMALL12 --batches 12 "$@"
+    [ "$status" -eq 0 ] || fail "four ranks, $*: not verified (exit code $status)"
+    f=$BATS_TEST_TMPDIR/v.json
+    assert_equal "$(json_get "$f" world_size) $(json_get "$f" shard_batch)" "4 16"
+    assert_equal "$(json_get "$f" matches_reference)" true
+    assert_equal "$(json_get "$f" runs_identical)" true
+    assert_equal "$(json_get "$f" ranks_identical)" true
+    assert_equal "$(json_get "$f" ranks_verified)" true
+    assert_equal "$(json_get "$f" losses_once)" true
+    assert_equal "$(json_get "$f" weights_checksums | tr ',' '\n' | sort -u | wc -l)" 1  # one model on every rank
+}
+
+# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
+@test "12 four ranks: bit-identical to the reference on every rank, with buckets and without" {
+    need_nccl_gpu
+    assert_four_ranks --overlap buckets
+    assert_four_ranks --overlap none
+}
+
+# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
+@test "12 four ranks: bit-identical to the reference on every rank, compute delayed, then copies" {
+    need_nccl_gpu
+    assert_four_ranks --delay-us "$DELAY_US" --delay-on compute
+    assert_four_ranks --delay-us "$DELAY_US" --delay-on copy
 }
 
 # bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
@@ -388,14 +436,14 @@ EOF
     assert_success
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,timed
 @test "12 a rank that fails stops every rank well under the time limit (its note), the failed one named, two and four ranks" {
     need_nccl_gpu
     assert_stops_by_note "$P" 2 $SMALL12
     assert_stops_by_note "$P" 4 $SMALL12
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,timed
 @test "12 a rank that hangs: every rank gives up by itself after --timeout-s, and says so" {
     need_nccl_gpu
     assert_stops_by_timeout "$P" 2 $SMALL12
@@ -420,9 +468,11 @@ EOF
     wait "${pids[0]}" || fail "rank 0: exit code $?: $(tail -n 3 "$BATS_TEST_TMPDIR/out0")"
     wait "${pids[1]}" || fail "rank 1: exit code $?: $(tail -n 3 "$BATS_TEST_TMPDIR/out1")"
     grep -q "ranks: 2 on 1 GPU" "$BATS_TEST_TMPDIR/out0" || fail "rank 0's report: $(head -n 20 "$BATS_TEST_TMPDIR/out0")"
-    # a fresh id of a run with another rank count: one line, exit code 2
+    # a fresh id of a run with another rank count: one line, exit code 2 (a rank alone on
+    # its machine, as the second of two machines, so that it goes as far as the rendezvous)
     printf '%0256d %s.000 4\n' 7 "$(date +%s)" >"$rv/nccl-id.job8"
-    run --separate-stderr env RANK=1 WORLD_SIZE=2 RUN_ID=job8 RENDEZVOUS_DIR="$rv" "$ROOT/tests/timed" 60 "$BIN/$P" $SMALL12
+    run --separate-stderr env RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 RUN_ID=job8 RENDEZVOUS_DIR="$rv" \
+        "$ROOT/tests/timed" 60 "$BIN/$P" $SMALL12
     assert_equal "$status" 2
     [[ "$stderr" == *"has 4 ranks, this rank was started as one of 2"* ]] || fail "got: $stderr"
 }
@@ -438,7 +488,7 @@ EOF
 # Checks of speed: separate GPUs only. Not tagged ex:12-update-wait: at this size every
 # all-reduce but the last ends long before the updates are issued, so a missing wait there
 # may go unseen (the checks above catch it).
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
+# bats test_tags=gpu,timed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
 @test "12 two GPUs, speed: buckets faster than none in the same run" {
     need_separate_gpus 2
     run_ranks 2 r "$P" $HEAVY12
@@ -448,7 +498,7 @@ EOF
     assert_num "$(json_get "$f" buckets_step_ms)" "<" "$(json_get "$f" none_step_ms)" "buckets step against none"
 }
 
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
+# bats test_tags=gpu,timed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
 @test "12 two GPUs, speed: the trace shows more of the communication hidden with buckets than without" {
     need_separate_gpus 2
     run_ranks 2 r "$P" $HEAVY12 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
@@ -472,7 +522,7 @@ EOF
     need_sanitizer
     need_nccl
     run "$ROOT/tests/timed" 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
-        "$BIN/$P" $TINY --bucket-mib 0.01
+        "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
     assert_success
     assert_output --partial "ERROR SUMMARY: 0 errors"
 }
@@ -481,19 +531,19 @@ EOF
 @test "12 compute-sanitizer racecheck is clean" {
     need_sanitizer
     need_nccl
-    sanitize racecheck "$BIN/$P" $TINY --bucket-mib 0.01
+    sanitize racecheck "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
 }
 
 # bats test_tags=gpu,sanitizer
 @test "12 compute-sanitizer synccheck is clean" {
     need_sanitizer
     need_nccl
-    sanitize synccheck "$BIN/$P" $TINY --bucket-mib 0.01
+    sanitize synccheck "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
 }
 
 # bats test_tags=gpu,sanitizer
 @test "12 compute-sanitizer initcheck is clean" {
     need_sanitizer
     need_nccl
-    sanitize initcheck "$BIN/$P" $TINY --bucket-mib 0.01
+    sanitize initcheck "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
 }

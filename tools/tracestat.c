@@ -16,7 +16,9 @@
 // host range named PHASE, or the whole trace): counts of kernels and copies,
 // GPU busy fraction, copy time hidden under kernels, host blocked, host prep
 // under GPU work, the largest GPU idle gap, NCCL's kernel time and the share of it
-// hidden under other kernels (comm_hidden; per process too when there are several), the
+// hidden under other kernels (comm_hidden; per process too when there are several), split
+// kernel by kernel into exposed and hidden time (comm_exposed_ms; with --comm-groups N the
+// last of every N, a step's last bucket, apart: comm_last_ms, comm_hidden_hideable), the
 // share of the window with a kernel other than NCCL's running (compute_busy, per process
 // too: 1 minus it is a pipeline stage's bubble), and the overlap of every pair of stream
 // tracks. The tests and `make timelines` use it.
@@ -184,8 +186,23 @@ static int draw_svg(const timeline *t, uint64_t start, uint64_t end, double ms_a
     return 0;
 }
 
+// The communication a step shows (see tl_comm_exposed), for `process` (-1: all), its keys
+// ending in `suffix` ("" or "[NAME]").
+static void print_comm_split(const timeline *t, int process, const char *suffix, uint64_t start, uint64_t end,
+                             int groups)
+{
+    tl_comm_split c = tl_comm_exposed(t, process, start, end, groups);
+    printf("comm_exposed_ms%s=%.6f\n", suffix, c.exposed_ms);
+    if (groups <= 0) return;
+    printf("comm_whole_groups%s=%d\ncomm_last_ms%s=%.6f\ncomm_last_exposed_ms%s=%.6f\n", suffix, c.whole_groups,
+           suffix, c.last_ms, suffix, c.last_exposed_ms);
+    printf("comm_hideable_ms%s=%.6f\ncomm_hideable_exposed_ms%s=%.6f\ncomm_hidden_hideable%s=%.6f\n", suffix,
+           c.hideable_ms, suffix, c.hideable_exposed_ms, suffix,
+           c.hideable_ms > 0 ? 1 - c.hideable_exposed_ms / c.hideable_ms : 0);
+}
+
 // The window's figures, as key=value lines.
-static void print_figures(const timeline *t, const char *phase, uint64_t start, uint64_t end)
+static void print_figures(const timeline *t, const char *phase, uint64_t start, uint64_t end, int groups)
 {
     tl_figures f = tl_analyse(t, start, end);
     printf("program=%s\nwindow=%s\nspan_ms=%.6f\n", t->program, phase ? phase : "all", f.span_ms);
@@ -202,6 +219,14 @@ static void print_figures(const timeline *t, const char *phase, uint64_t start, 
     for (int p = 0; p < t->nprocesses && t->nprocesses > 1; p++) {
         double ms = 0, hidden = tl_comm_hidden(t, p, start, end, &ms);
         printf("comm_ms[%s]=%.6f\ncomm_hidden[%s]=%.6f\n", t->processes[p], ms, t->processes[p], hidden);
+    }
+    // the same time split into exposed and hidden kernel by kernel; with --comm-groups N, the
+    // last bucket of each step apart from the ones that can hide
+    print_comm_split(t, -1, "", start, end, groups);
+    for (int p = 0; p < t->nprocesses && t->nprocesses > 1; p++) {
+        char suffix[96];
+        snprintf(suffix, sizeof suffix, "[%s]", t->processes[p]);
+        print_comm_split(t, p, suffix, start, end, groups);
     }
     // the share of the window a kernel other than NCCL's ran, per process: 1 minus it is a
     // pipeline stage's bubble (lesson 13)
@@ -248,12 +273,14 @@ int main(int argc, char **argv)
 {
     const char *phase = NULL, *svg = NULL, *title = NULL, *rewrite = NULL, *merged = NULL;
     const char *files[TL_MAX_PROCESSES] = {NULL};
-    int first = -1, count = 3, text = 0, width = 100, checking = 0;
+    int first = -1, count = 3, text = 0, width = 100, checking = 0, groups = 0;
     double ms_axis = 0;
     const arg_spec specs[] = {
         arg_string("window", &phase, "PHASE", "measure (or draw) the last phase of that name, e.g. run"),
         arg_int("from-batch", &first, 0, 1000000, "N", "within the window, start at batch N's preparation"),
         arg_int("batches", &count, 1, 1000000, "N", "with --from-batch: this many batches"),
+        arg_int("comm-groups", &groups, 0, 1000, "N",
+                "NCCL kernels come N to a step (12: its buckets): count each step's last apart; 0: no groups"),
         arg_flag("text", &text, "draw the window as a text Gantt chart"),
         arg_int("width", &width, 20, 1000, "N", "columns of the text chart"),
         arg_string("svg", &svg, "FILE", "draw the window as an SVG picture"),
@@ -284,7 +311,7 @@ int main(int argc, char **argv)
     if (text) tl_render_text(&t, start, end, width, 0, heading, stdout);
     if (svg && draw_svg(&t, start, end, ms_axis, heading, svg) != 0) return EXIT_FAILURE;
     if (text || svg) return 0;
-    print_figures(&t, phase, start, end);
+    print_figures(&t, phase, start, end, groups);
     print_kernel_counts(&t, start, end);
     print_track_overlaps(&t, start, end);
     tl_free(&t);
