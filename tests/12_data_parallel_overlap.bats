@@ -9,6 +9,11 @@
 
 load helpers
 
+# every run of several ranks, simulated or not, pays for NCCL's start and its network:
+# 16 batches a run (lessons 05-11 run 40), so that the checks fit the suite's time
+NB=16
+SMALL=${SMALL/--batches 40/--batches $NB}
+
 P=12_data_parallel_overlap
 EX=ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 # SMALL with three buckets: layers 4-3 | 2 | 1 (a quarter MiB closes a bucket)
@@ -86,7 +91,7 @@ rel() {
     check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fail-rank 2 --fail-at-batch 3
     [[ "$stderr" == *"--fail-rank 2"* ]] || fail "fail-rank: $stderr"
     check X=1 "$BIN/$P" $SMALL --fail-rank 0
-    check X=1 "$BIN/$P" $SMALL --fail-rank 0 --fail-at-batch 40
+    check X=1 "$BIN/$P" $SMALL --fail-rank 0 --fail-at-batch $NB
     # the messages name the rank that wrote them
     check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --batch 63
     [[ "$stderr" == "$P rank 1: "* ]] || fail "the message does not name the rank: $stderr"
@@ -262,7 +267,7 @@ EOF
     for mode in buckets none; do
         assert_verified_under_delays "$P" $SMALL12 --overlap $mode
         f=$BATS_TEST_TMPDIR/v.json
-        assert_equal "$(json_get "$f" losses_taken)" 40
+        assert_equal "$(json_get "$f" losses_taken)" "$NB"
         assert_equal "$(json_get "$f" runs_identical)" true
         assert_equal "$(json_get "$f" ranks_identical)" true
         assert_equal "$(json_get "$f" overlap)" "$mode"
@@ -322,14 +327,14 @@ EOF
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window run >"$BATS_TEST_TMPDIR/s.txt"
     s=$BATS_TEST_TMPDIR/s.txt
     [[ "$(kv_get "$s" tracks)" == *"comm"* ]] || fail "no comm track: $(kv_get "$s" tracks)"
-    # 40 batches x 3 buckets. With one rank NCCL 2.28 does an out-of-place sum as a device-to-device
+    # NB batches x 3 buckets. With one rank NCCL 2.28 does an out-of-place sum as a device-to-device
     # copy (no kernel), and the in-place sum of the run's losses as nothing; other versions may
     # launch a kernel instead: count both.
     assert_equal "$(($(kv_get "$s" comm_kernels) + $(kv_get "$s" other_copies)))" 120
     assert_equal "$(kv_get "$s" h2d)" 41  # the batches, and the run's losses on their way to the all-reduce
-    assert_equal "$(kv_get "$s" 'kernel_count\[loss_kernel\]')" 40
-    assert_equal "$(kv_get "$s" 'kernel_count\[bias_act_kernel\]')" $((40 * 4))
-    assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" $((40 * 3))  # one update per bucket
+    assert_equal "$(kv_get "$s" 'kernel_count\[loss_kernel\]')" "$NB"
+    assert_equal "$(kv_get "$s" 'kernel_count\[bias_act_kernel\]')" $((NB * 4))
+    assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" $((NB * 3))  # one update per bucket
     assert_equal "$(kv_get "$s" dropped)" 0
 }
 
@@ -424,9 +429,9 @@ assert_four_ranks() {
         assert_success
         s=$BATS_TEST_TMPDIR/s$r.txt
         "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.rank$r.json" --window run >"$s"
-        # 40 batches x 3 buckets, and the all-reduce of the run's losses
-        assert_equal "$(kv_get "$s" comm_kernels)" $((40 * 3 + 1))
-        assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" $((40 * 3))
+        # NB batches x 3 buckets, and the all-reduce of the run's losses
+        assert_equal "$(kv_get "$s" comm_kernels)" $((NB * 3 + 1))
+        assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" $((NB * 3))
         assert_equal "$(kv_get "$s" dropped)" 0
     done
     run "$TOOLS/tracestat" --merge "$BATS_TEST_TMPDIR/m.json" "$BATS_TEST_TMPDIR/t.rank0.json" "$BATS_TEST_TMPDIR/t.rank1.json"

@@ -9,6 +9,11 @@
 
 load helpers
 
+# every run of several ranks, simulated or not, pays for NCCL's start and its network:
+# 16 batches a run (lessons 05-11 run 40), so that the checks fit the suite's time
+NB=16
+SMALL=${SMALL/--batches 40/--batches $NB}
+
 P=13_pipeline_parallel
 # SMALL's model has 4 weight layers (64-256-256-256-8) and 64 samples per batch: two stages
 # of two layers each, or four of one; micro-batches of 64 / M samples
@@ -85,7 +90,7 @@ most_alive() {
     check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fail-rank 2 --fail-at-batch 3
     [[ "$stderr" == *"--fail-rank 2"* ]] || fail "fail-rank: $stderr"
     check X=1 "$BIN/$P" $SMALL --fail-rank 0
-    check X=1 "$BIN/$P" $SMALL --fail-rank 0 --fail-at-batch 40
+    check X=1 "$BIN/$P" $SMALL --fail-rank 0 --fail-at-batch $NB
     check RANK=0 WORLD_SIZE=2 "$BIN/$P" $SMALL
     [[ "$stderr" == *"rendezvous"* ]] || fail "no folder: $stderr"
     # nothing left behind in the folder by a refused start
@@ -173,7 +178,7 @@ EOF
     for m in 1 4; do
         assert_verified_under_delays "$P" $SMALL --micro-batches $m
         f=$BATS_TEST_TMPDIR/v.json
-        assert_equal "$(json_get "$f" losses_taken)" 40
+        assert_equal "$(json_get "$f" losses_taken)" "$NB"
         assert_equal "$(json_get "$f" runs_identical)" true
         assert_equal "$(json_get "$f" ranks_verified)" true
         assert_equal "$(json_get "$f" stages)" 1
@@ -239,7 +244,7 @@ EOF
     assert_success
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window run >"$BATS_TEST_TMPDIR/s.txt"
     s=$BATS_TEST_TMPDIR/s.txt
-    n=40 m=4 L=4
+    n=$NB m=4 L=4
     assert_equal "$(kv_get "$s" 'kernel_count\[loss_kernel\]')" $((n * m))
     assert_equal "$(kv_get "$s" 'kernel_count\[bias_act_kernel\]')" $((n * m * L))
     assert_equal "$(kv_get "$s" 'kernel_count\[bias_grad_kernel\]')" $((n * m * L))
@@ -320,7 +325,7 @@ assert_stages_match() {
     run_ranks 2 r "$P" $SMALL --micro-batches 8
     assert_success
     f=$BATS_TEST_TMPDIR/r.json
-    # one boundary, 8 micro-batches, 40 batches: each activation up once, each error down once
+    # one boundary, 8 micro-batches, NB batches: each activation up once, each error down once
     assert_equal "$(json_get "$f" expected_crossings)" 320
     assert_equal "$(json_get "$f" act_crossings) $(json_get "$f" error_crossings)" "320 320"
     assert_equal "$(json_get "$f" 1f1b_peak_slots_per_stage)" "2,1"
@@ -336,7 +341,7 @@ assert_stages_match() {
         run_ranks 4 r "$P" $SMALL --micro-batches $m --reps 1 --warmup 0
         assert_success
         f=$BATS_TEST_TMPDIR/r.json
-        assert_equal "$(json_get "$f" act_crossings) $(json_get "$f" error_crossings)" "$((3 * m * 40)) $((3 * m * 40))"
+        assert_equal "$(json_get "$f" act_crossings) $(json_get "$f" error_crossings)" "$((3 * m * NB)) $((3 * m * NB))"
         want=$(for s in 0 1 2 3; do printf '%s%d' "$([ $s -gt 0 ] && echo ,)" $((4 - s < m ? 4 - s : m)); done)
         assert_equal "$(json_get "$f" 1f1b_peak_slots_per_stage)" "$want"
         assert_equal "$(json_get "$f" gpipe_peak_slots_per_stage)" "$m,$m,$m,$m"
@@ -366,13 +371,13 @@ assert_stages_match() {
         for track in fwd bwd; do
             [[ ",$(kv_get "$s" tracks)," == *",$track,"* ]] || fail "rank $r: no $track track: $(kv_get "$s" tracks)"
         done
-        # 40 batches x 4 micro-batches, one way and the other, and the broadcast of the run's losses
-        assert_equal "$(kv_get "$s" comm_kernels)" $((40 * 4 * 2 + 1))
-        assert_equal "$(kv_get "$s" 'kernel_count\[bias_act_kernel\]')" $((40 * 4 * 2))  # two layers per stage
-        assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" 40
+        # NB batches x 4 micro-batches, one way and the other, and the broadcast of the run's losses
+        assert_equal "$(kv_get "$s" comm_kernels)" $((NB * 4 * 2 + 1))
+        assert_equal "$(kv_get "$s" 'kernel_count\[bias_act_kernel\]')" $((NB * 4 * 2))  # two layers per stage
+        assert_equal "$(kv_get "$s" 'kernel_count\[sgd_kernel\]')" "$NB"
         assert_equal "$(kv_get "$s" dropped)" 0
     done
-    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/s1.txt" 'kernel_count\[loss_kernel\]')" $((40 * 4))  # the last stage's
+    assert_equal "$(kv_get "$BATS_TEST_TMPDIR/s1.txt" 'kernel_count\[loss_kernel\]')" $((NB * 4))  # the last stage's
     run "$TOOLS/tracestat" --merge "$BATS_TEST_TMPDIR/m.json" "$BATS_TEST_TMPDIR/t.rank0.json" "$BATS_TEST_TMPDIR/t.rank1.json"
     assert_success
     assert_equal "$(grep -c '"name":"process_name"' "$BATS_TEST_TMPDIR/m.json")" 2
