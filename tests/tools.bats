@@ -98,3 +98,48 @@ row() {
     refute_output --regexp '(\| yes \||\| NO \||: yes|: NO)'
     assert_output --partial "| >= 0.95 | not judged (simulated nodes: not performance) |"
 }
+
+# stand_in DIR: a build folder whose 05, 12 and 13 are tests/fixtures/bench/stand-in/program
+# (the stored runs and traces), whose gpu-probe counts one GPU, whose tracestat is the course's
+stand_in() {
+    mkdir -p "$1/solutions" "$1/tools"
+    for p in 05_stream_overlap 12_data_parallel_overlap 13_pipeline_parallel; do
+        ln -s "$FIXTURES/bench/stand-in/program" "$1/solutions/$p"
+    done
+    printf '#!/bin/sh\n[ "${1:-}" = --count ] && { echo 1; exit 0; }\necho gpus=1\n' >"$1/tools/gpu-probe"
+    chmod +x "$1/tools/gpu-probe"
+    ln -s "$TOOLS/tracestat" "$1/tools/tracestat"
+}
+
+@test "tools: multi-gpu-figures on one (stand-in) GPU: simulated nodes, said at the top and in every table" {
+    [ -x "$TOOLS/tracestat" ] || skip "$TOOLS/tracestat is not built (run make)"
+    b=$BATS_TEST_TMPDIR/build o=$BATS_TEST_TMPDIR/out
+    stand_in "$b"
+    touch "$BATS_TEST_TMPDIR/before"
+    run --separate-stderr env COURSE_BIN="$b/solutions" COURSE_REF_BIN="$b/solutions" \
+        STAND_IN_FIXTURES="$FIXTURES/bench" FIGURES_WORK="$BATS_TEST_TMPDIR/work" \
+        "$ROOT/tests/timed" 300 "$FIG" --out "$o"
+    assert_success
+    r=$o/$(date -u +%Y-%m-%d)-multi-gpu.md
+    took=$(sed -n 's/^- command: .*, \([0-9]*\) s$/\1/p' "$r")
+    assert_output "multi-gpu-figures: $r (0 passed, 0 failed, 3 skipped; $took s); simulated nodes: not performance"
+    run cat "$r"
+    assert_line --index 1 --partial "**Simulated nodes: not performance.** 1 GPU visible"  # after the title
+    assert_output --partial "- command: \`tools/multi-gpu-figures --rounds 1\`"
+    assert_output --partial "- NCCL: 0.0.0-stand-in"
+    assert_output --partial "- commit: $(git -C "$ROOT" rev-parse --short HEAD)"
+    assert_output --partial "0 passed, 0 failed, 3 skipped"
+    # every section and every row of 12's and 13's tables (but one rank's) says so; no target judged
+    unmarked=$(grep -E '^##' "$r" | grep -vF "[simulated nodes: not performance]" || true)
+    [ -z "$unmarked" ] || fail "sections not marked: $unmarked"
+    rows=$(grep -E '^\| ' "$r" | grep -vE '^\| (ranks|figure|variant|m) \|' | grep -vF '| 1 | 4.000')
+    assert_equal "$(grep -c . <<<"$rows")" 11  # 12: 2 ranks, 3 figures, 2 windows; 13: m = 1, 2, 4, 8, 16
+    unmarked=$(grep -vF "[simulated nodes: not performance]" <<<"$rows" || true)
+    [ -z "$unmarked" ] || fail "rows not marked: $unmarked"
+    refute_output --regexp '(\| yes \||\| NO \||: yes|: NO)'
+    for f in 12_timeline 13_timeline_1f1b 13_timeline_gpipe; do
+        [ -s "$o/img/$f.svg" ] && [ -s "$o/img/$f.txt" ] || fail "no picture $f in $o/img"
+        assert_output --partial "[$f](img/$f.svg)"
+    done
+    [ -z "$(find "$ROOT/notes" -newer "$BATS_TEST_TMPDIR/before")" ] || fail "it wrote into notes/"
+}
