@@ -72,6 +72,7 @@ row() {
     [[ "$b" == *"| 0.045 [0.045 - 0.045] / 0.070 [0.070 - 0.070] |"* ]] || fail "exposed per step: $b"
     [[ "$b" == *"| 5 [5 - 5] / 5 [5 - 5] (4) |" ]] || fail "kernels: $b"
     [[ "$(row 12 none)" == *"| 0.00 [0.00 - 0.00] / 0.00 [0.00 - 0.00] |"* ]] || fail "none: $(row 12 none)"
+    assert_output --partial "Every window holds one NCCL kernel more than batches x buckets"
     # 13: the bubble per stage from the trace (1 - compute_busy), targets at m >= 4 and m = 16 alone
     local bubbles="| 0.400 [0.400 - 0.400] / 0.300 [0.300 - 0.300] | 0.500 [0.500 - 0.500] / 0.600 [0.600 - 0.600] |"
     [[ "$(row 13 4)" == *"$bubbles"* ]] || fail "m = 4: $(row 13 4)"
@@ -97,6 +98,10 @@ row() {
     [ -z "$unmarked" ] || fail "rows not marked: $unmarked"
     refute_output --regexp '(\| yes \||\| NO \||: yes|: NO)'
     assert_output --partial "| >= 0.95 | not judged (simulated nodes: not performance) |"
+    # a trace whose NCCL kernels are not a step's buckets (plus the losses' average) is said untrustworthy
+    jq -c '.batches = 3' "$o/r1_12t2.json" >"$o/new" && mv "$o/new" "$o/r1_12t2.json"
+    bench_table "$o"
+    assert_output --partial "NCCL kernels beyond batches x buckets: -1 (expected 1, the losses' average)"
 }
 
 # stand_in DIR: a build folder whose 05, 12 and 13 are tests/fixtures/bench/stand-in/program
