@@ -494,7 +494,7 @@ assert_four_ranks() {
 # Checks of speed: separate GPUs only. Not tagged ex:12-update-wait: at this size every
 # all-reduce but the last ends long before the updates are issued, so a missing wait there
 # may go unseen (the checks above catch it).
-# bats test_tags=gpu,timed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
+# bats test_tags=gpu,timed,speed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
 @test "12 two GPUs, speed: buckets faster than none in the same run" {
     need_separate_gpus 2
     run_ranks 2 r "$P" $HEAVY12
@@ -504,7 +504,7 @@ assert_four_ranks() {
     assert_num "$(json_get "$f" buckets_step_ms)" "<" "$(json_get "$f" none_step_ms)" "buckets step against none"
 }
 
-# bats test_tags=gpu,timed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
+# bats test_tags=gpu,timed,speed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
 @test "12 two GPUs, speed: the trace shows more of the communication hidden with buckets than without" {
     need_separate_gpus 2
     run_ranks 2 r "$P" $HEAVY12 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"

@@ -440,6 +440,26 @@ assert_stages_match() {
     assert_equal "$(grep -c "no usable GPU for this rank: 2 ranks on this machine.*--simulate-nodes" <<<"$stderr")" 2
 }
 
+# Checks of speed: separate GPUs only (simulated nodes time loopback sockets). Two nearly
+# equal halves (notes/13), no host work: one micro-batch leaves each stage idle half the
+# step, eight about a ninth ((p-1)/(m+p-1)): 9/16 of one's step by the model; 0.8 allowed
+# (an eighth of the batch makes slower matrix products); stages that do not overlap take 1 or more.
+# bats test_tags=gpu,timed,speed
+@test "13 two GPUs, speed: eight micro-batches take at most 0.8 of one's step, both schedules" {
+    need_separate_gpus 2
+    local h13="--hidden 8192 --layers 7 --batch 1024 --prep-work 0 --batches 10 --reps 3 --warmup 1"
+    run_ranks 2 m1 "$P" $h13 --micro-batches 1
+    assert_success
+    run_ranks 2 m8 "$P" $h13 --micro-batches 8
+    assert_success
+    for f in m1 m8; do assert_equal "$(json_get "$BATS_TEST_TMPDIR/$f.json" performance)" true; done
+    for s in 1f1b gpipe; do
+        one=$(json_get "$BATS_TEST_TMPDIR/m1.json" "${s}_step_ms")
+        assert_num "$(json_get "$BATS_TEST_TMPDIR/m8.json" "${s}_step_ms")" "<=" \
+            "$(awk -v x="$one" 'BEGIN { print 0.8 * x }')" "$s: step with 8 micro-batches against 0.8 x one's"
+    done
+}
+
 # ----------------------------------------------------------------------------
 # compute-sanitizer, one stage. memcheck without its leak check: NCCL keeps allocations of
 # its own until the process ends; and without reporting API errors: NCCL asks
