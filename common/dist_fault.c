@@ -7,9 +7,10 @@ void dist_fault_options(dist_fault *f, arg_spec *specs, int *n)
 {
     f->rank = f->at_batch = -1;
     f->how = DIST_FAULT_ERROR;
-    specs[(*n)++] = arg_int("fail-rank", &f->rank, 0, 65535, "R",
-                            "with --fail-at-batch: this rank fails on purpose (default: none)");
-    specs[(*n)++] = arg_int("fail-at-batch", &f->at_batch, 0, 1000000, "N", "with --fail-rank: ... at this batch");
+    specs[(*n)++] = arg_int("fail-rank", &f->rank, -1, 65535, "R",
+                            "with --fail-at-batch: this rank fails on purpose; -1: none");
+    specs[(*n)++] = arg_int("fail-at-batch", &f->at_batch, -1, 1000000, "N",
+                            "with --fail-rank: ... at this batch; -1: none");
     specs[(*n)++] = arg_choice("fail-how", &f->how, "error|hang",
                                "with --fail-rank: stop with an error and leave a note for the others, or hang "
                                "(the GPU stops answering, no note: the others give up after --timeout-s)");

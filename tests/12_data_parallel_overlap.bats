@@ -62,8 +62,8 @@ rel() {
     check_rejects "$P" overlap abc 1 both
     check_rejects "$P" bucket-mib abc 0 -1 4097 nan
     check_rejects "$P" timeout-s abc 0 3601
-    check_rejects "$P" fail-rank abc -1 65536
-    check_rejects "$P" fail-at-batch abc -1
+    check_rejects "$P" fail-rank abc -2 65536
+    check_rejects "$P" fail-at-batch abc -2
     check_rejects "$P" fail-how abc 1 both
     check_rejects "$P" rendezvous /nonexistent-folder
 }

@@ -58,12 +58,12 @@ most_alive() {
 @test "13 refuses bad values with exit code 2 and one line naming the option" {
     need_nccl
     check_training_options "$P"
-    check_rejects "$P" stages abc 0 -1 10 1.5
+    check_rejects "$P" stages abc -1 10 1.5
     check_rejects "$P" micro-batches abc 0 -1 65537 1.5
     check_rejects "$P" schedule abc 1 both 1F1B
     check_rejects "$P" timeout-s abc 0 3601
-    check_rejects "$P" fail-rank abc -1 65536
-    check_rejects "$P" fail-at-batch abc -1
+    check_rejects "$P" fail-rank abc -2 65536
+    check_rejects "$P" fail-at-batch abc -2
     check_rejects "$P" fail-how abc 1 both
     check_rejects "$P" rendezvous /nonexistent-folder
 }
