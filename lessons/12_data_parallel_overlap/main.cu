@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 1984808100)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 3099898271)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
 // gradients averaged with NCCL while the backward pass is still running.
@@ -123,7 +123,9 @@ int main(int argc, char **argv)
                             "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
     specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
     dist_fault_options(&e.fault, specs, &n);
-    args_parse(argc, argv, d.name, "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.",
+    args_parse(argc, argv, d.name, "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n"
+               "Several GPUs: tools/launch -n 2 PROGRAM; ranks on one GPU, each a node of its own (every check "
+               "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
                specs, n);
     dist_configure(&d, rendezvous, timeout_s);
     check_options(&d, &o, &e);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 1397664010)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 917166772)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -180,13 +180,13 @@ int main(int argc, char **argv)
     pipeline pp;
     memset(&pp, 0, sizeof pp);
     pp.dist = &d;
-    int first = SCHEDULE_1F1B, stages = d.world, micro_batches = 8, showing = 0;
+    int first = SCHEDULE_1F1B, stages = 0, micro_batches = 8, showing = 0;
     double timeout_s = DIST_TIMEOUT_S;
     const char *rendezvous = NULL;
     arg_spec specs[40];
     int n = train_option_specs(&o, specs);
-    specs[n++] = arg_int("stages", &stages, 1, MLP_MAX_LAYERS, "P",
-                         "pipeline stages, one per rank (default: the number of ranks); 1 is the one-stage reference");
+    specs[n++] = arg_int("stages", &stages, 0, MLP_MAX_LAYERS, "P",
+                         "pipeline stages, one per rank; 0: as many as ranks; 1 is the one-stage reference");
     specs[n++] =
         arg_int("micro-batches", &micro_batches, 1, 65536, "M", "micro-batches per batch (must divide --batch)");
     specs[n++] = arg_choice("schedule", &first, "1f1b|gpipe",
@@ -199,7 +199,11 @@ int main(int argc, char **argv)
     specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
     dist_fault_options(&pp.fault, specs, &n);
     args_parse(argc, argv, d.name,
-               "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).", specs, n);
+               "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n"
+               "Several GPUs: tools/launch -n 2 PROGRAM; stages on one GPU, each a node of its own (every check "
+               "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
+               specs, n);
+    if (stages == 0) stages = d.world;
     check_options(&d, &o, &pp, stages, micro_batches, showing);
     if (showing) return show_schedule(&o, (schedule_kind)first, stages, micro_batches);
     dist_configure(&d, rendezvous, timeout_s);
