@@ -240,7 +240,7 @@ assert_one_stage_verified() {
         assert_equal "$(json_get "$f" crossings_once)" true
         assert_equal "$(json_get "$f" 1f1b_peak_slots)" 1
         assert_equal "$(json_get "$f" gpipe_peak_slots)" $m
-        # the bytes follow the slots: GPipe's are M times 1F1B's
+        # the bytes, measured by the allocator, follow the slots counted by the pool: GPipe's are M times 1F1B's
         assert_equal "$(json_get "$f" gpipe_peak_act_bytes)" $(($(json_get "$f" 1f1b_peak_act_bytes) * m))
         assert_num "$(json_get "$f" 1f1b_peak_act_bytes)" ">" 0 "bytes of one slot"
     done

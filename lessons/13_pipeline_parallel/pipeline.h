@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 4124721880)
+// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 670419911)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // pipeline.h: lesson 13's types, and what its files call in one another (the overview is
 // in main.cu). stages.cu: the stages, the schedules, the activation slots; links.cu: the
@@ -75,6 +75,7 @@ typedef struct {
     act_slot *slots;
     int allocated, capacity;  // capacity M: a batch never has more micro-batches alive
     int in_use, peak;
+    size_t device_bytes;      // what the course's allocator handed out for the slots (memory.h)
 } slot_pool;
 
 // A link between neighbouring stages: a communicator and a stream of its own, one per
@@ -135,6 +136,7 @@ typedef struct {
     uint64_t peak_slots[2], crossings_ok[2];    // per schedule, by its kind (SCHEDULE_1F1B, SCHEDULE_GPIPE)
     uint64_t act_sent[2], error_sent[2];
     uint64_t slot_bytes;
+    uint64_t act_device_bytes[2];               // per schedule: device memory its slots took, measured
     double forward_ms, backward_ms, update_ms;
 } stage_report;
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 3876899849)
+// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 1170875621)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // report.cu (lesson 13): each part alone (what the prediction is made of), the checks
 // across stages, and the report.
@@ -87,7 +87,7 @@ static void per_stage(const stage_report *all, int stages, schedule_kind which, 
     for (int r = 0; r < stages && at < size; r++) {
         const stage_report *x = &all[r];
         double v = f == PEAK_SLOTS ? (double)x->peak_slots[which]
-                 : f == PEAK_BYTES ? (double)x->peak_slots[which] * x->slot_bytes
+                 : f == PEAK_BYTES ? (double)x->act_device_bytes[which]
                  : f == FORWARD_MS ? x->forward_ms : f == BACKWARD_MS ? x->backward_ms : x->update_ms;
         at += (size_t)snprintf(out + at, size - at, f <= PEAK_BYTES ? "%s%.0f" : "%s%.4f", r ? "," : "", v);
     }
@@ -204,8 +204,7 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
         uint64_t most = 0, most_bytes = 0;
         for (int r = 0; r < p; r++) {
             if (all[r].peak_slots[which] > most) most = all[r].peak_slots[which];
-            if (all[r].peak_slots[which] * all[r].slot_bytes > most_bytes)
-                most_bytes = all[r].peak_slots[which] * all[r].slot_bytes;
+            if (all[r].act_device_bytes[which] > most_bytes) most_bytes = all[r].act_device_bytes[which];
         }
 #define KEY(what) (snprintf(key, sizeof key, "%s_%s", name, what), key)
         json_num(js, KEY("step_over_predicted"), x->step_ms[k] / g->predicted);
@@ -243,6 +242,7 @@ int stages_agree(trainer *t, pipeline *pp, schedule_run *runs[2], const part_tim
     for (int k = 0; k < 2; k++) {
         const schedule_run *v = runs[k];
         mine.peak_slots[v->kind] = (uint64_t)v->pool.allocated;
+        mine.act_device_bytes[v->kind] = (uint64_t)v->pool.device_bytes;
         mine.crossings_ok[v->kind] = (uint64_t)v->crossings_ok;
         mine.act_sent[v->kind] = (uint64_t)v->act_sent;
         mine.error_sent[v->kind] = (uint64_t)v->error_sent;

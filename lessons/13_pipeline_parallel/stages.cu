@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 2067948459)
+// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 743557180)
 // Fill in its 1 TODO.
 // stages.cu (lesson 13): where a stage stands in the model, its forward and backward over
 // a micro-batch, the schedules (exercise 13-one-f-one-b), and the activation slots.
@@ -188,7 +188,9 @@ act_slot *pool_take(schedule_run *v, int m)
             dist_fail(v->pp->dist, "stage %d (%s): micro-batch %d finds no free activation slot although all %d "
                       "micro-batches of a batch already have one: a slot is never given back (exercise 13-slot-return)",
                       st->rank, SCHEDULE_NAMES[v->kind], m, p->capacity);
+        size_t before = device_bytes_in_use();  // measured by the allocator, not counted here
         slot_create(&p->slots[k], st->slot_floats);
+        p->device_bytes += device_bytes_in_use() - before;
         p->allocated++;
     }
     p->slots[k].micro_batch = m;

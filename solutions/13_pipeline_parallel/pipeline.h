@@ -73,6 +73,7 @@ typedef struct {
     act_slot *slots;
     int allocated, capacity;  // capacity M: a batch never has more micro-batches alive
     int in_use, peak;
+    size_t device_bytes;      // what the course's allocator handed out for the slots (memory.h)
 } slot_pool;
 
 // A link between neighbouring stages: a communicator and a stream of its own, one per
@@ -133,6 +134,7 @@ typedef struct {
     uint64_t peak_slots[2], crossings_ok[2];    // per schedule, by its kind (SCHEDULE_1F1B, SCHEDULE_GPIPE)
     uint64_t act_sent[2], error_sent[2];
     uint64_t slot_bytes;
+    uint64_t act_device_bytes[2];               // per schedule: device memory its slots took, measured
     double forward_ms, backward_ms, update_ms;
 } stage_report;
 

@@ -193,7 +193,9 @@ act_slot *pool_take(schedule_run *v, int m)
             dist_fail(v->pp->dist, "stage %d (%s): micro-batch %d finds no free activation slot although all %d "
                       "micro-batches of a batch already have one: a slot is never given back (exercise 13-slot-return)",
                       st->rank, SCHEDULE_NAMES[v->kind], m, p->capacity);
+        size_t before = device_bytes_in_use();  // measured by the allocator, not counted here
         slot_create(&p->slots[k], st->slot_floats);
+        p->device_bytes += device_bytes_in_use() - before;
         p->allocated++;
     }
     p->slots[k].micro_batch = m;
