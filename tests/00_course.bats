@@ -179,6 +179,45 @@ broken_links() {
     assert_output ""
 }
 
+# Each exercise's answer by its key call (an ERE on a line of code, comments and strings left
+# out): it stands in the solution, and nowhere in the student's lesson, where only the TODO
+# says it. A scaffold that types the answer elsewhere (a reference path, a profile) tells it.
+EXERCISE_KEY_CALLS='
+05-kernel-wait        cudaStreamWaitEvent\(p->compute_stream, p->in_ready
+05-copy-out-wait      cudaStreamWaitEvent\(p->copy_stream, p->kernel_done
+05-priority           cudaStreamCreateWithPriority\(&high[^;]*priority_greatest
+06-copy-sync          cudaStreamSynchronize\(t->copy_stream
+06-step-sync          cudaStreamSynchronize\(t->compute_stream
+07-copy-event         cudaEventRecord\(e->copied
+07-step-event         cudaEventSynchronize\(e->stepped
+08-device-slot        cudaStreamWaitEvent\(t->copy_stream, e->stepped
+08-interval           HOST_SYNC\(
+09-backward-wait      cudaStreamWaitEvent\(p->backward, p->forwarded
+11-fork               cudaStreamWaitEvent\(g->forward, g->landed
+11-join               cudaStreamWaitEvent\(g->origin, g->stepped
+11-capture            cudaGraphInstantiate
+11-launch             cudaGraphLaunch\(g->exec\[i
+12-ready              cudaEventRecord\(dp->grads_ready
+12-allreduce          ncclAllReduce\([^,]*d_grads
+12-update-wait        cudaStreamWaitEvent\([^,]*, dp->reduced
+13-send-after-forward cudaStreamWaitEvent\(up->stream, slot->forwarded
+13-recv-wait          cudaStreamWaitEvent\([^,]*, slot->received
+13-slot-return        cudaEventRecord\(slot->freed
+'
+
+@test "course: no exercise's answer in lessons/: its key call stands in the solution, not in the student's files" {
+    ids=$(sed -n 's/^[ \t]*\/\/ BEGIN SOLUTION(\([^)]*\)).*/\1/p' "$ROOT"/solutions/[0-9][0-9]_*/*.cu | sort -u)
+    while read -r id call; do
+        [ -n "$id" ] || continue
+        grep -qx "$id" <<<"$ids" || fail "the table names $id, which is no exercise"
+        dir=$(echo "$ROOT"/solutions/"${id:0:2}"_*)
+        lesson=$ROOT/lessons/$(basename "$dir")
+        c_code "$dir"/*.cu "$dir"/*.h 2>/dev/null | grep -qE "$call" || fail "$id: '$call' is not in its solution"
+        found=$(c_code "$lesson"/*.cu "$lesson"/*.h 2>/dev/null | grep -E "$call" | sed "s|^$ROOT/||") || true
+        [ -z "$found" ] || fail "$id's answer is in the student's files: $found"
+    done <<<"$EXERCISE_KEY_CALLS"
+}
+
 @test "course: make lessons keeps a copy of a lesson edited by hand, and only of that one" {
     mkdir -p "$BATS_TEST_TMPDIR/c/tools" "$BATS_TEST_TMPDIR/c/solutions/99_x"
     cp "$ROOT/tools/gen-lesson" "$ROOT/tools/make-lessons" "$BATS_TEST_TMPDIR/c/tools/"

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 900616117)
+// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 3323023204)
 // Fill in its 2 TODOs.
 // pipeline.cu: part 5, batches through two streams ordered by events. The copy
 // stream moves batches in and results out, the compute stream runs the kernels,
@@ -25,7 +25,8 @@ typedef struct {
     float *d_in_slot[2], *d_out_slot[2];
     size_t slot_bytes;
     cudaEvent_t in_ready[2];     // copy-in of the slot's batch has landed
-    cudaEvent_t kernel_done[2];  // the kernel has read the in-slot and written the out-slot
+    cudaEvent_t kernel_done[2];  // the kernel has written the out-slot
+    cudaEvent_t in_free[2];      // the kernel has finished reading the in-slot
     cudaEvent_t out_free[2];     // copy-out of the out-slot has finished
     long long delay_ns;          // the test hook: 0, or a spin this long at each delay_on point
     int delay_on;                // a delay_point
@@ -45,7 +46,7 @@ static void issue_copy_in(pipeline_job *p, int k)
     // refill the in-slot only after the kernel that read batch k-2 from it; the
     // copy stream's own order already implies it here (copy-out k-2 waited on that
     // kernel), stated anyway so the rule survives moving copy-outs to a third stream
-    if (k >= 2) CUDA_CHECK(cudaStreamWaitEvent(p->copy_stream, p->kernel_done[slot], 0));
+    if (k >= 2) CUDA_CHECK(cudaStreamWaitEvent(p->copy_stream, p->in_free[slot], 0));
     test_delay(p, DELAY_ON_COPY, p->copy_stream);
     CUDA_CHECK(cudaMemcpyAsync(p->d_in_slot[slot], p->w->h_in + batch_begin(p, k), sizeof(float) * batch_len(p, k),
                                cudaMemcpyHostToDevice, p->copy_stream));
@@ -69,6 +70,7 @@ static void run_pipeline(void *arg)
         test_delay(p, DELAY_ON_COMPUTE, p->compute_stream);
         launch_fma_chain(p->d_in_slot[slot], p->d_out_slot[slot], batch_len(p, k), p->w->work, p->compute_stream);
         CUDA_CHECK(cudaEventRecord(p->kernel_done[slot], p->compute_stream));
+        CUDA_CHECK(cudaEventRecord(p->in_free[slot], p->compute_stream));
         // TODO(05-copy-out-wait): copy-out k reads the out-slot: which event says kernel k has written it, and which
         // stream must wait for it?
         CUDA_CHECK(cudaMemcpyAsync(p->w->h_out + batch_begin(p, k), p->d_out_slot[slot],
@@ -119,6 +121,7 @@ static void pipeline_create(pipeline_job *p, workload *w, const options *o)
         // events used only for ordering need no timestamps
         CUDA_CHECK(cudaEventCreateWithFlags(&p->in_ready[s], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&p->kernel_done[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&p->in_free[s], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&p->out_free[s], cudaEventDisableTiming));
         // run_pipeline_copies copies the out-slots before any kernel wrote them: never copy unwritten memory
         CUDA_CHECK(cudaMemset(p->d_out_slot[s], 0, p->slot_bytes));
@@ -133,6 +136,7 @@ static void pipeline_destroy(pipeline_job *p)
         CUDA_CHECK(cudaFree(p->d_out_slot[s]));
         CUDA_CHECK(cudaEventDestroy(p->in_ready[s]));
         CUDA_CHECK(cudaEventDestroy(p->kernel_done[s]));
+        CUDA_CHECK(cudaEventDestroy(p->in_free[s]));
         CUDA_CHECK(cudaEventDestroy(p->out_free[s]));
     }
     CUDA_CHECK(cudaStreamDestroy(p->copy_stream));

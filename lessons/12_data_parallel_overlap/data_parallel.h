@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2530715002)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 3267600026)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
@@ -21,7 +21,7 @@
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
 #include "common/kernels.h"  // defines: launch_spin
 #include "common/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc and their frees
-#include "common/timing.h"   // defines: host_now_ms, stats_of
+#include "common/timing.h"   // defines: host_now_ms, stats_of, event_ms
 #include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_forward, trainer_loss_slot, trainer_take_loss,
@@ -62,6 +62,7 @@ typedef struct {
     cudaEvent_t reduced[MAX_BUCKETS];      // bucket b's all-reduce has finished (communication stream)
     cudaEvent_t ref_done;                  // the reference's batch has finished
     cudaEvent_t losses_averaged;           // the run's losses are averaged and back on the host
+    cudaEvent_t lined_up;                  // every rank has reached line_up's one-float all-reduce (report.cu)
     float *h_losses, *d_losses;            // the run's losses, on their way through the all-reduce
     dist_fault fault;                      // --fail-rank, --fail-at-batch, --fail-how
 } data_parallel;
@@ -78,16 +79,17 @@ int plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_t si
 void plan_text(const bucket_plan *p, char *out, size_t size);
 
 // train.cu
-void prepare_shard(trainer *t, const data_parallel *e, long i, float *h_batch);
-void backward_pass(trainer *t, data_parallel *e, long i, float *d_batch, cudaStream_t stream,
+void prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch);
+void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream);
+void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream,
                    int issue_buckets);
 int train_loop(trainer *t, void *ctx);
 int reference_loop(trainer *t, void *ctx);
 
 // report.cu
-void profile_parts(trainer *t, data_parallel *e, part_times *p);
-int ranks_agree(trainer *t, data_parallel *e, int ok, FILE *out);
-void report(trainer *t, const data_parallel *e, const part_times *p, const harness_extras *x,
+void profile_parts(trainer *t, data_parallel *dp, part_times *p);
+int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out);
+void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x,
             overlap_mode first, int global_batch, double bucket_mib, FILE *out);
 int cpu_check_whole_batch(trainer *t, const train_options *o, FILE *out);
 

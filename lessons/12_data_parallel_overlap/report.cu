@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 2836025220)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 430526690)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // report.cu (lesson 12): each part alone (what the figures are made of), the checks across
 // ranks, and the report.
@@ -13,61 +13,51 @@
 // The ranks line up on a one-float all-reduce; then `stream` spins for 2 ms, long
 // enough for the host to queue everything that follows: the time measured after the
 // spin is the GPU's work, not the host's issuing (NCCL issues each call from a thread).
-static void line_up(data_parallel *e, cudaStream_t stream)
+static void line_up(data_parallel *dp, cudaStream_t stream)
 {
-    NCCL_CHECK(e->dist, ncclAllReduce(e->d_losses, e->d_losses, 1, ncclFloat, ncclSum, e->dist->comm, e->comm_stream));
-    CUDA_CHECK(cudaEventRecord(e->losses_averaged, e->comm_stream));
-    CUDA_CHECK(cudaStreamWaitEvent(stream, e->losses_averaged, 0));
+    NCCL_CHECK(dp->dist, ncclAllReduce(dp->d_losses, dp->d_losses, 1, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
+    CUDA_CHECK(cudaEventRecord(dp->lined_up, dp->comm_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(stream, dp->lined_up, 0));
     launch_spin(1, 32, QUEUE_AHEAD_NS, stream);
 }
 
-static double between_ms(cudaEvent_t a, cudaEvent_t b)
+void profile_parts(trainer *t, data_parallel *dp, part_times *p)
 {
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    return ms;
-}
-
-void profile_parts(trainer *t, data_parallel *e, part_times *p)
-{
-    cudaStream_t s = t->compute_stream, c = e->comm_stream;
-    const bucket_plan *plan = &e->plan;
+    cudaStream_t s = t->compute_stream, c = dp->comm_stream;
+    const bucket_plan *plan = &dp->plan;
     float *d_batch = t->d_batch[0];
     double fwd[PART_REPS], bwd[PART_REPS], upd[PART_REPS], comm[PART_REPS], one[PART_REPS];
     cudaEvent_t ev[4];
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventCreate(&ev[k]));
-    prepare_shard(t, e, 0, t->h_batch[0]);
+    prepare_shard(t, dp, 0, t->h_batch[0]);
     CUDA_CHECK(cudaMemcpyAsync(d_batch, t->h_batch[0], t->batch_bytes, cudaMemcpyHostToDevice, s));
     for (int k = -1; k < PART_REPS; k++) {  // k = -1 is a warm-up: NCCL connects on first use
-        line_up(e, s);
+        line_up(dp, s);
         CUDA_CHECK(cudaEventRecord(ev[0], s));
         mlp_forward(&t->model, batch_features(d_batch), s);
         CUDA_CHECK(cudaEventRecord(ev[1], s));
-        backward_pass(t, e, 0, d_batch, s, 0);
+        backward_pass(t, dp, 0, d_batch, s, 0);
         CUDA_CHECK(cudaEventRecord(ev[2], s));
-        for (int b = 0; b < plan->count; b++) mlp_update(&e->averaged, plan->first[b], plan->floats[b], s);
+        for (int b = 0; b < plan->count; b++) mlp_update(&dp->averaged, plan->first[b], plan->floats[b], s);
         CUDA_CHECK(cudaEventRecord(ev[3], s));
-        CUDA_CHECK(dist_event_wait(e->dist, ev[3]));
+        CUDA_CHECK(dist_event_wait(dp->dist, ev[3]));
         if (k >= 0) {
-            fwd[k] = between_ms(ev[0], ev[1]);
-            bwd[k] = between_ms(ev[1], ev[2]);
-            upd[k] = between_ms(ev[2], ev[3]);
+            fwd[k] = event_ms(ev[0], ev[1]);
+            bwd[k] = event_ms(ev[1], ev[2]);
+            upd[k] = event_ms(ev[2], ev[3]);
         }
-        line_up(e, c);
+        line_up(dp, c);
         CUDA_CHECK(cudaEventRecord(ev[0], c));
-        for (int b = 0; b < plan->count; b++)
-            NCCL_CHECK(e->dist, ncclAllReduce(t->model.d_grads + plan->first[b], e->d_sum + plan->first[b],
-                                              plan->floats[b], ncclFloat, ncclSum, e->dist->comm, c));
+        for (int b = 0; b < plan->count; b++) allreduce_gradients(t, dp, plan->first[b], plan->floats[b], c);
         CUDA_CHECK(cudaEventRecord(ev[1], c));
-        line_up(e, c);
+        line_up(dp, c);
         CUDA_CHECK(cudaEventRecord(ev[2], c));
-        NCCL_CHECK(e->dist, ncclAllReduce(t->model.d_grads, e->d_sum, t->model.shape.nparams, ncclFloat, ncclSum,
-                                          e->dist->comm, c));
+        allreduce_gradients(t, dp, 0, t->model.shape.nparams, c);
         CUDA_CHECK(cudaEventRecord(ev[3], c));
-        CUDA_CHECK(dist_event_wait(e->dist, ev[3]));
+        CUDA_CHECK(dist_event_wait(dp->dist, ev[3]));
         if (k >= 0) {
-            comm[k] = between_ms(ev[0], ev[1]);
-            one[k] = between_ms(ev[2], ev[3]);
+            comm[k] = event_ms(ev[0], ev[1]);
+            one[k] = event_ms(ev[2], ev[3]);
         }
     }
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventDestroy(ev[k]));
@@ -94,9 +84,9 @@ static uint64_t losses_checksum(const trainer *t)
 // Every rank must end with the same weights and losses, bit for bit: they applied the
 // same averaged updates. Rank 0 reports every rank's verdict. Returns 1 when the ranks
 // agree and every rank's own checks passed.
-int ranks_agree(trainer *t, data_parallel *e, int ok, FILE *out)
+int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out)
 {
-    dist_env *d = e->dist;
+    dist_env *d = dp->dist;
     uint64_t mine[3] = {mlp_weights_checksum(&t->model, t->compute_stream), losses_checksum(t), (uint64_t)ok};
     uint64_t *all = (uint64_t *)host_calloc((size_t)d->world * 3, sizeof(uint64_t), "every rank's verdict");
     dist_allgather(d, mine, all, sizeof mine, t->compute_stream);
@@ -126,10 +116,10 @@ int ranks_agree(trainer *t, data_parallel *e, int ok, FILE *out)
 // The figures the lesson is about, from the parts alone and the two variants' steps. The share
 // of the all-reduce hidden needs something to hide: not with one rank (NCCL copies, nothing
 // crosses). Under simulated nodes every figure is printed, said to be no performance figure.
-void report(trainer *t, const data_parallel *e, const part_times *p, const harness_extras *x,
+void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x,
             overlap_mode first, int global_batch, double bucket_mib, FILE *out)
 {
-    const dist_env *d = e->dist;
+    const dist_env *d = dp->dist;
     int n = d->world;
     double bytes = sizeof(float) * (double)t->model.shape.nparams;
     double factor = 2.0 * (n - 1) / n;  // nccl-tests' all-reduce bus bandwidth: algbw x 2(n-1)/n
@@ -139,12 +129,12 @@ void report(trainer *t, const data_parallel *e, const part_times *p, const harne
     double saved_share = (t_none - t_buckets) / hideable;
     const char *not_perf = d->simulated ? " [simulated nodes: not performance]" : "";
     char plan[128];
-    plan_text(&e->plan, plan, sizeof plan);
+    plan_text(&dp->plan, plan, sizeof plan);
     if (out) {
         dist_describe(d, out);
         fprintf(out, "data parallel: %d samples per batch, %d per rank\n", global_batch, t->opt.batch);
         fprintf(out, "  gradients: %.1f MB per step in %d buckets of about %g MiB (layers %s, issued in that order)\n",
-                bytes / 1e6, e->plan.count, bucket_mib, plan);
+                bytes / 1e6, dp->plan.count, bucket_mib, plan);
         fprintf(out, "  alone (median of %d): forward %.3f ms, backward %.3f ms, update %.3f ms%s\n", PART_REPS,
                 p->forward_ms, p->backward_ms, p->update_ms, not_perf);
         if (n > 1)
@@ -166,7 +156,7 @@ void report(trainer *t, const data_parallel *e, const part_times *p, const harne
     json_int(js, "shard_batch", t->opt.batch);
     json_str(js, "overlap", first == OVERLAP_BUCKETS ? "buckets" : "none");
     json_num(js, "bucket_mib", bucket_mib);
-    json_int(js, "buckets", e->plan.count);
+    json_int(js, "buckets", dp->plan.count);
     json_str(js, "bucket_plan", plan);
     json_int(js, "grad_bytes", (long long)bytes);
     json_num(js, "forward_ms", p->forward_ms);
@@ -210,5 +200,3 @@ int cpu_check_whole_batch(trainer *t, const train_options *o, FILE *out)
     if (t->opt.json) json_num(&t->js, "cpu_check_max_rel", worst);
     return worst <= 1e-4;
 }
-
-// ----------------------------------------------------------------------------

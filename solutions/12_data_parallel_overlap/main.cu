@@ -36,68 +36,70 @@
 
 static const char *PROG = "12_data_parallel_overlap";
 
-static void setup(trainer *t, data_parallel *e, double bucket_mib)
+static void setup(trainer *t, data_parallel *dp, double bucket_mib)
 {
     char why[256];
-    plan_buckets(&t->model.shape, (size_t)(bucket_mib * 1048576.0), &e->plan);
-    if (!plan_is_sound(&t->model.shape, &e->plan, why, sizeof why)) {
-        fprintf(stderr, "%s: the bucket plan is wrong: %s (exercise 12-bucket-plan)\n", e->dist->name, why);
+    plan_buckets(&t->model.shape, (size_t)(bucket_mib * 1048576.0), &dp->plan);
+    if (!plan_is_sound(&t->model.shape, &dp->plan, why, sizeof why)) {
+        fprintf(stderr, "%s: the bucket plan is wrong: %s (exercise 12-bucket-plan)\n", dp->dist->name, why);
         exit(EXIT_FAILURE);
     }
-    CUDA_CHECK(cudaStreamCreateWithPriority(&e->comm_stream, cudaStreamNonBlocking, t->dev.priority_greatest));
-    trace_name_stream(e->comm_stream, "comm");
-    e->d_sum = (float *)device_alloc(sizeof(float) * t->model.shape.nparams);
-    CUDA_CHECK(cudaMemset(e->d_sum, 0, sizeof(float) * t->model.shape.nparams));
+    CUDA_CHECK(cudaStreamCreateWithPriority(&dp->comm_stream, cudaStreamNonBlocking, t->dev.priority_greatest));
+    trace_name_stream(dp->comm_stream, "comm");
+    dp->d_sum = (float *)device_alloc(sizeof(float) * t->model.shape.nparams);
+    CUDA_CHECK(cudaMemset(dp->d_sum, 0, sizeof(float) * t->model.shape.nparams));
     // The update applies the mean gradient: lr x (sum / ranks) = (lr / ranks) x sum, the
     // division folded into the rate. With one rank, lr / 1 is lr: lesson 06's update, bit
     // for bit. (ncclAvg would divide in NCCL; NCCL 2.28.3 on one rank, out of place, left
     // the last count % 16 elements of a large average unwritten: notes/12, measured.)
-    e->averaged = t->model;  // a copy that shares every buffer, but for its gradients and rate
-    e->averaged.d_grads = e->d_sum;
-    e->averaged.lr = t->model.lr / (float)e->dist->world;
-    e->h_losses = (float *)pinned_alloc(sizeof(float) * (size_t)t->opt.batches);
-    e->d_losses = (float *)device_alloc(sizeof(float) * (size_t)t->opt.batches);
-    CUDA_CHECK(cudaMemset(e->d_losses, 0, sizeof(float) * (size_t)t->opt.batches));  // line_up sums its first float
+    dp->averaged = t->model;  // a copy that shares every buffer, but for its gradients and rate
+    dp->averaged.d_grads = dp->d_sum;
+    dp->averaged.lr = t->model.lr / (float)dp->dist->world;
+    dp->h_losses = (float *)pinned_alloc(sizeof(float) * (size_t)t->opt.batches);
+    dp->d_losses = (float *)device_alloc(sizeof(float) * (size_t)t->opt.batches);
+    CUDA_CHECK(cudaMemset(dp->d_losses, 0, sizeof(float) * (size_t)t->opt.batches));  // line_up sums its first float
     for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&e->copied[s], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&e->stepped[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&dp->copied[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&dp->stepped[s], cudaEventDisableTiming));
     }
-    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventCreateWithFlags(&e->loss_ready[k], cudaEventDisableTiming));
+    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventCreateWithFlags(&dp->loss_ready[k], cudaEventDisableTiming));
     for (int b = 0; b < MAX_BUCKETS; b++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&e->grads_ready[b], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&e->reduced[b], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&dp->grads_ready[b], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[b], cudaEventDisableTiming));
     }
-    CUDA_CHECK(cudaEventCreateWithFlags(&e->ref_done, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&e->losses_averaged, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&dp->ref_done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&dp->losses_averaged, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&dp->lined_up, cudaEventDisableTiming));
     CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-static void teardown(data_parallel *e)
+static void teardown(data_parallel *dp)
 {
     for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventDestroy(e->copied[s]));
-        CUDA_CHECK(cudaEventDestroy(e->stepped[s]));
+        CUDA_CHECK(cudaEventDestroy(dp->copied[s]));
+        CUDA_CHECK(cudaEventDestroy(dp->stepped[s]));
     }
-    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventDestroy(e->loss_ready[k]));
+    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventDestroy(dp->loss_ready[k]));
     for (int b = 0; b < MAX_BUCKETS; b++) {
-        CUDA_CHECK(cudaEventDestroy(e->grads_ready[b]));
-        CUDA_CHECK(cudaEventDestroy(e->reduced[b]));
+        CUDA_CHECK(cudaEventDestroy(dp->grads_ready[b]));
+        CUDA_CHECK(cudaEventDestroy(dp->reduced[b]));
     }
-    CUDA_CHECK(cudaEventDestroy(e->ref_done));
-    CUDA_CHECK(cudaEventDestroy(e->losses_averaged));
-    device_free(e->d_sum);
-    device_free(e->d_losses);
-    pinned_free(e->h_losses);
-    CUDA_CHECK(cudaStreamDestroy(e->comm_stream));
+    CUDA_CHECK(cudaEventDestroy(dp->ref_done));
+    CUDA_CHECK(cudaEventDestroy(dp->losses_averaged));
+    CUDA_CHECK(cudaEventDestroy(dp->lined_up));
+    device_free(dp->d_sum);
+    device_free(dp->d_losses);
+    pinned_free(dp->h_losses);
+    CUDA_CHECK(cudaStreamDestroy(dp->comm_stream));
 }
 
 // Options that depend on each other or on the number of ranks.
-static void check_options(const dist_env *d, const train_options *o, const data_parallel *e)
+static void check_options(const dist_env *d, const train_options *o, const data_parallel *dp)
 {
     if (o->batch % d->world != 0)
         usage_error(d->name, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard", o->batch,
                     d->world);
-    dist_fault_check(d, &e->fault, o->batches);
+    dist_fault_check(d, &dp->fault, o->batches);
 }
 
 int main(int argc, char **argv)
@@ -107,7 +109,7 @@ int main(int argc, char **argv)
     train_options o;
     train_options_default(&o);
     o.batch = SHARD * d.world;
-    data_parallel e = {.dist = &d, .overlap = OVERLAP_BUCKETS};
+    data_parallel dp = {.dist = &d, .overlap = OVERLAP_BUCKETS};
     int first = OVERLAP_BUCKETS;
     double bucket_mib = 25, timeout_s = DIST_TIMEOUT_S;
     const char *rendezvous = NULL;
@@ -120,13 +122,13 @@ int main(int argc, char **argv)
     specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
                             "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
     specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
-    dist_fault_options(&e.fault, specs, &n);
+    dist_fault_options(&dp.fault, specs, &n);
     args_parse(argc, argv, d.name, "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n"
                "Several GPUs: tools/launch -n 2 PROGRAM; ranks on one GPU, each a node of its own (every check "
                "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
                specs, n);
     dist_configure(&d, rendezvous, timeout_s);
-    check_options(&d, &o, &e);
+    check_options(&d, &o, &dp);
 
     train_options shard = o;  // what this rank's trainer is built for: one shard of every batch
     shard.batch = o.batch / d.world;
@@ -151,23 +153,23 @@ int main(int argc, char **argv)
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
     dist_connect(&d);
-    setup(&t, &e, bucket_mib);
+    setup(&t, &dp, bucket_mib);
 
     part_times parts;
-    profile_parts(&t, &e, &parts);
-    data_parallel none = e;  // the same streams, buffers and events; every bucket after the backward pass
+    profile_parts(&t, &dp, &parts);
+    data_parallel none = dp;  // the same streams, buffers and events; every bucket after the backward pass
     none.overlap = OVERLAP_NONE;
-    train_variant buckets_v = {"buckets", train_loop, &e}, none_v = {"none", train_loop, &none};
+    train_variant buckets_v = {"buckets", train_loop, &dp}, none_v = {"none", train_loop, &none};
     train_variant variants[2] = {first == OVERLAP_BUCKETS ? buckets_v : none_v,
                                  first == OVERLAP_BUCKETS ? none_v : buckets_v};
-    train_variant reference = {"reference", reference_loop, &e};
+    train_variant reference = {"reference", reference_loop, &dp};
     harness_extras x;
     memset(&x, 0, sizeof x);
     x.reference = &reference;
     int ok = harness_run_with(&t, variants, 2, &x);
-    ok = ranks_agree(&t, &e, ok, out);
-    if (x.step_ms[0] > 0) report(&t, &e, &parts, &x, (overlap_mode)first, o.batch, bucket_mib, out);
-    teardown(&e);
+    ok = ranks_agree(&t, &dp, ok, out);
+    if (x.step_ms[0] > 0) report(&t, &dp, &parts, &x, (overlap_mode)first, o.batch, bucket_mib, out);
+    teardown(&dp);
     dist_finish(&d);
     if (o.check_cpu && d.world > 1 && d.rank == 0) ok = cpu_check_whole_batch(&t, &o, out) && ok;
     return harness_finish(&t, ok);

@@ -11,12 +11,12 @@
 
 // Host work: this rank's samples [rank * shard, (rank + 1) * shard) of batch i, the
 // same bits as those columns of lesson 06's whole batch (a prep range on the timeline).
-void prepare_shard(trainer *t, const data_parallel *e, long i, float *h_batch)
+void prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch)
 {
     int shard = t->opt.batch;  // the trainer was built for one shard
     trace_range r = trace_begin(TL_RANGE_PREP, "prep", (int)i);
     double t0 = host_now_ms();
-    dataset_prepare_shard(&t->data, i, e->dist->rank * shard, shard, h_batch);
+    dataset_prepare_shard(&t->data, i, dp->dist->rank * shard, shard, h_batch);
     double ms = host_now_ms() - t0;
     trace_end(&r);
     t->run.prep_ms += ms;  // only the main thread prepares here: no lock needed
@@ -26,27 +26,37 @@ void prepare_shard(trainer *t, const data_parallel *e, long i, float *h_batch)
 // ----------------------------------------------------------------------------
 // the step
 
-// Issues bucket b's all-reduce on the communication stream, after its gradients.
-static void issue_bucket(trainer *t, data_parallel *e, int b)
+// Sums floats [first, first + floats) of the gradients over the ranks into the same range of
+// dp->d_sum, on `stream`. Every path that all-reduces gradients calls it: the step (one bucket),
+// the reference, and the parts timed alone (every bucket, then the whole gradient at once).
+void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream)
 {
-    // BEGIN SOLUTION(12-ready): the all-reduce must not read the bucket's gradients before the backward pass has written them: mark that point on the compute stream with grads_ready[b], and make the communication stream (not the host) wait for it
-    CUDA_CHECK(cudaEventRecord(e->grads_ready[b], t->compute_stream));
-    CUDA_CHECK(cudaStreamWaitEvent(e->comm_stream, e->grads_ready[b], 0));
+    // BEGIN SOLUTION(12-allreduce): sum that range of t->model.d_grads over the ranks into the same range of
+    // dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, dp->dist->comm) on `stream`, inside NCCL_CHECK(dp->dist, ...)
+    NCCL_CHECK(dp->dist, ncclAllReduce(t->model.d_grads + first, dp->d_sum + first, floats, ncclFloat, ncclSum,
+                                       dp->dist->comm, stream));
+    //| (void)t, (void)dp, (void)first, (void)floats, (void)stream;
     // END SOLUTION
-    test_delay(t, DELAY_COPY, e->comm_stream);  // the test hook holds communication back with the copies
-    // BEGIN SOLUTION(12-allreduce): sum the bucket's range of t->model.d_grads over the ranks into the same range of e->d_sum: ncclAllReduce (ncclFloat, ncclSum, e->dist->comm) on the communication stream, inside NCCL_CHECK(e->dist, ...); then record reduced[b] on that stream
-    size_t first = e->plan.first[b];
-    NCCL_CHECK(e->dist, ncclAllReduce(t->model.d_grads + first, e->d_sum + first, e->plan.floats[b], ncclFloat, ncclSum,
-                                      e->dist->comm, e->comm_stream));
-    CUDA_CHECK(cudaEventRecord(e->reduced[b], e->comm_stream));
-    //| (void)b;
+}
+
+// Issues bucket b's all-reduce on the communication stream, after its gradients.
+static void issue_bucket(trainer *t, data_parallel *dp, int b)
+{
+    // BEGIN SOLUTION(12-ready): the all-reduce must not read the bucket's gradients before the backward pass
+    // has written them: mark that point on the compute stream with grads_ready[b], and make the communication
+    // stream (not the host) wait for it
+    CUDA_CHECK(cudaEventRecord(dp->grads_ready[b], t->compute_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(dp->comm_stream, dp->grads_ready[b], 0));
     // END SOLUTION
+    test_delay(t, DELAY_COPY, dp->comm_stream);  // the test hook holds communication back with the copies
+    allreduce_gradients(t, dp, dp->plan.first[b], dp->plan.floats[b], dp->comm_stream);
+    CUDA_CHECK(cudaEventRecord(dp->reduced[b], dp->comm_stream));
 }
 
 // The loss of batch i into its ring slot, then every layer's gradients, last layer
 // first, on `stream` (mlp_backward without its update). With issue_buckets, each
 // bucket's all-reduce is issued as soon as the layer that completes it is queued.
-void backward_pass(trainer *t, data_parallel *e, long i, float *d_batch, cudaStream_t stream,
+void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream,
                    int issue_buckets)
 {
     mlp_model *m = &t->model;
@@ -61,25 +71,25 @@ void backward_pass(trainer *t, data_parallel *e, long i, float *d_batch, cudaStr
         float *swap = delta;
         delta = prev;
         prev = swap;
-        if (issue_buckets && l == e->plan.first_layer[b]) issue_bucket(t, e, b++);  // layer l completes bucket b
+        if (issue_buckets && l == dp->plan.first_layer[b]) issue_bucket(t, dp, b++);  // layer l completes bucket b
     }
 }
 
 // Batch i's step: forward and backward on the compute stream, the all-reduces on the
 // communication stream (each as soon as its bucket is ready, or all after the backward
 // pass), then each bucket's update.
-static void train_step(trainer *t, data_parallel *e, long i, float *d_batch)
+static void train_step(trainer *t, data_parallel *dp, long i, float *d_batch)
 {
     cudaStream_t compute = t->compute_stream;
     trainer_forward(t, d_batch, compute);
-    backward_pass(t, e, i, d_batch, compute, e->overlap == OVERLAP_BUCKETS);
-    if (e->overlap == OVERLAP_NONE)
-        for (int b = 0; b < e->plan.count; b++) issue_bucket(t, e, b);
-    for (int b = 0; b < e->plan.count; b++) {
-        // BEGIN SOLUTION(12-update-wait): the update of bucket b reads its range of e->d_sum, which its all-reduce writes on the other stream: make the compute stream wait for that all-reduce first
-        CUDA_CHECK(cudaStreamWaitEvent(compute, e->reduced[b], 0));
+    backward_pass(t, dp, i, d_batch, compute, dp->overlap == OVERLAP_BUCKETS);
+    if (dp->overlap == OVERLAP_NONE)
+        for (int b = 0; b < dp->plan.count; b++) issue_bucket(t, dp, b);
+    for (int b = 0; b < dp->plan.count; b++) {
+        // BEGIN SOLUTION(12-update-wait): the update of bucket b reads its range of dp->d_sum, which its all-reduce writes on the other stream: make the compute stream wait for that all-reduce first
+        CUDA_CHECK(cudaStreamWaitEvent(compute, dp->reduced[b], 0));
         // END SOLUTION
-        mlp_update(&e->averaged, e->plan.first[b], e->plan.floats[b], compute);
+        mlp_update(&dp->averaged, dp->plan.first[b], dp->plan.floats[b], compute);
     }
 }
 
@@ -89,16 +99,16 @@ static void train_step(trainer *t, data_parallel *e, long i, float *d_batch)
 // Lesson 08's interval: at the end of every SYNC_INTERVAL batches one counted wait for
 // the loss of batch i-1 (batch i's after the last batch), then every loss up to it.
 // Every host wait here is dist_event_wait: it gives up when another rank has failed.
-static void take_losses(trainer *t, data_parallel *e, long i, long *next_loss)
+static void take_losses(trainer *t, data_parallel *dp, long i, long *next_loss)
 {
     int last = i == t->opt.batches - 1;
     if ((i + 1) % SYNC_INTERVAL != 0 && !last) return;
     long upto = last ? i : i - 1;
     if (upto < *next_loss) return;
-    HOST_SYNC(t, dist_event_wait(e->dist, e->loss_ready[upto % LOSS_RING]));
+    HOST_SYNC(t, dist_event_wait(dp->dist, dp->loss_ready[upto % LOSS_RING]));
     for (; *next_loss <= upto; (*next_loss)++) {
-        cudaEvent_t landed = e->loss_ready[*next_loss % LOSS_RING];
-        if (event_pending(landed)) SLOT_WAIT(t, dist_event_wait(e->dist, landed));
+        cudaEvent_t landed = dp->loss_ready[*next_loss % LOSS_RING];
+        if (event_pending(landed)) SLOT_WAIT(t, dist_event_wait(dp->dist, landed));
         trainer_take_loss(t, *next_loss);
     }
 }
@@ -106,42 +116,42 @@ static void take_losses(trainer *t, data_parallel *e, long i, long *next_loss)
 // Each rank took its own shard's losses; batch i's loss is their mean over the ranks
 // (the shards are equal). One all-reduce of the whole run's losses at its end, not
 // one per batch: a collective costs tens of microseconds.
-static void average_losses(trainer *t, data_parallel *e)
+static void average_losses(trainer *t, data_parallel *dp)
 {
     size_t n = (size_t)t->opt.batches;
-    for (size_t i = 0; i < n; i++) e->h_losses[i] = (float)t->run.losses[i];
-    CUDA_CHECK(cudaMemcpyAsync(e->d_losses, e->h_losses, sizeof(float) * n, cudaMemcpyHostToDevice, e->comm_stream));
-    NCCL_CHECK(e->dist, ncclAllReduce(e->d_losses, e->d_losses, n, ncclFloat, ncclSum, e->dist->comm, e->comm_stream));
-    CUDA_CHECK(cudaMemcpyAsync(e->h_losses, e->d_losses, sizeof(float) * n, cudaMemcpyDeviceToHost, e->comm_stream));
-    CUDA_CHECK(cudaEventRecord(e->losses_averaged, e->comm_stream));
-    HOST_SYNC(t, dist_event_wait(e->dist, e->losses_averaged));
-    for (size_t i = 0; i < n; i++) t->run.losses[i] = e->h_losses[i] / (float)e->dist->world;
+    for (size_t i = 0; i < n; i++) dp->h_losses[i] = (float)t->run.losses[i];
+    CUDA_CHECK(cudaMemcpyAsync(dp->d_losses, dp->h_losses, sizeof(float) * n, cudaMemcpyHostToDevice, dp->comm_stream));
+    NCCL_CHECK(dp->dist, ncclAllReduce(dp->d_losses, dp->d_losses, n, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
+    CUDA_CHECK(cudaMemcpyAsync(dp->h_losses, dp->d_losses, sizeof(float) * n, cudaMemcpyDeviceToHost, dp->comm_stream));
+    CUDA_CHECK(cudaEventRecord(dp->losses_averaged, dp->comm_stream));
+    HOST_SYNC(t, dist_event_wait(dp->dist, dp->losses_averaged));
+    for (size_t i = 0; i < n; i++) t->run.losses[i] = dp->h_losses[i] / (float)dp->dist->world;
 }
 
 int train_loop(trainer *t, void *ctx)
 {
-    data_parallel *e = (data_parallel *)ctx;
+    data_parallel *dp = (data_parallel *)ctx;
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
-        dist_fault_inject(e->dist, &e->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
+        dist_fault_inject(dp->dist, &dp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        if (i >= SLOTS && event_pending(e->copied[s])) SLOT_WAIT(t, dist_event_wait(e->dist, e->copied[s]));
-        prepare_shard(t, e, i, h_batch);
-        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, e->stepped[s], 0));
+        if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, dist_event_wait(dp->dist, dp->copied[s]));
+        prepare_shard(t, dp, i, h_batch);
+        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, dp->stepped[s], 0));
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        CUDA_CHECK(cudaEventRecord(e->copied[s], t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, e->copied[s], 0));
-        train_step(t, e, i, d_batch);
-        CUDA_CHECK(cudaEventRecord(e->stepped[s], t->compute_stream));
+        CUDA_CHECK(cudaEventRecord(dp->copied[s], t->copy_stream));
+        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, dp->copied[s], 0));
+        train_step(t, dp, i, d_batch);
+        CUDA_CHECK(cudaEventRecord(dp->stepped[s], t->compute_stream));
         int slot = (int)(i % LOSS_RING);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
                                    t->compute_stream));
-        CUDA_CHECK(cudaEventRecord(e->loss_ready[slot], t->compute_stream));
-        take_losses(t, e, i, &next_loss);
+        CUDA_CHECK(cudaEventRecord(dp->loss_ready[slot], t->compute_stream));
+        take_losses(t, dp, i, &next_loss);
     }
-    average_losses(t, e);  // the last loss's copy came after the last update: the GPU is done
+    average_losses(t, dp);  // the last loss's copy came after the last update: the GPU is done
     return 0;
 }
 
@@ -154,25 +164,23 @@ int train_loop(trainer *t, void *ctx)
 // order). The harness runs it once, first.
 int reference_loop(trainer *t, void *ctx)
 {
-    data_parallel *e = (data_parallel *)ctx;
+    data_parallel *dp = (data_parallel *)ctx;
     cudaStream_t s = t->compute_stream;
-    const bucket_plan *p = &e->plan;
+    const bucket_plan *p = &dp->plan;
     float *h_batch = t->h_batch[0], *d_batch = t->d_batch[0];
     for (long i = 0; i < t->opt.batches; i++) {
-        prepare_shard(t, e, i, h_batch);
+        prepare_shard(t, dp, i, h_batch);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, s));
         mlp_forward(&t->model, batch_features(d_batch), s);
-        backward_pass(t, e, i, d_batch, s, 0);
-        for (int b = 0; b < p->count; b++)
-            NCCL_CHECK(e->dist, ncclAllReduce(t->model.d_grads + p->first[b], e->d_sum + p->first[b], p->floats[b],
-                                              ncclFloat, ncclSum, e->dist->comm, s));
-        for (int b = 0; b < p->count; b++) mlp_update(&e->averaged, p->first[b], p->floats[b], s);
+        backward_pass(t, dp, i, d_batch, s, 0);
+        for (int b = 0; b < p->count; b++) allreduce_gradients(t, dp, p->first[b], p->floats[b], s);
+        for (int b = 0; b < p->count; b++) mlp_update(&dp->averaged, p->first[b], p->floats[b], s);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, s));
-        CUDA_CHECK(cudaEventRecord(e->ref_done, s));
-        CUDA_CHECK(dist_event_wait(e->dist, e->ref_done));
+        CUDA_CHECK(cudaEventRecord(dp->ref_done, s));
+        CUDA_CHECK(dist_event_wait(dp->dist, dp->ref_done));
         trainer_take_loss(t, i);
     }
-    average_losses(t, e);
+    average_losses(t, dp);
     return 0;
 }

@@ -8,13 +8,6 @@
 
 // each part alone: what the prediction is made of
 
-static double between_ms(cudaEvent_t a, cudaEvent_t b)
-{
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    return ms;
-}
-
 // One micro-batch's forward and backward through this stage, and the stage's update, each
 // timed with events, median of 5 after a warm-up. Before each, the stream spins for 2 ms, long
 // enough for the host to queue what follows: the time is the GPU's, not the host's issuing.
@@ -43,9 +36,9 @@ void profile_parts(trainer *t, pipeline *pp, part_times *p)
         CUDA_CHECK(cudaEventRecord(ev[3], c));
         CUDA_CHECK(dist_event_wait(pp->dist, ev[3]));
         if (k >= 0) {
-            fwd[k] = between_ms(ev[0], ev[1]);
-            bwd[k] = between_ms(ev[1], ev[2]);
-            upd[k] = between_ms(ev[2], ev[3]);
+            fwd[k] = event_ms(ev[0], ev[1]);
+            bwd[k] = event_ms(ev[1], ev[2]);
+            upd[k] = event_ms(ev[2], ev[3]);
         }
     }
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventDestroy(ev[k]));
