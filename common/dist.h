@@ -10,10 +10,13 @@
 //                       every rank must see; several ranks need one (exit code 2).
 //   dist_select_device  cudaSetDevice(LOCAL_RANK); more ranks on this machine than GPUs:
 //                       exit code 3 (tools/launch --simulate-nodes runs them on one GPU).
-//   dist_connect        rank 0 writes NCCL's unique id into the folder, the others wait for it
-//                       (dist_rendezvous.c: ids of earlier runs are never read as this run's);
-//                       then ncclCommInitRankConfig, non-blocking, polled; then every rank says
-//                       which GPU it runs on: several ranks on one GPU are simulated nodes.
+//   dist_connect        how the ranks meet (lesson 12's meet.cu shows it step by step, with these
+//                       pieces): dist_meet_begin; rank 0 writes NCCL's unique id into the folder
+//                       (dist_write_id), the others wait for it (dist_read_id: ids of earlier runs
+//                       are never read as this run's); ncclCommInitRankConfig, non-blocking, its
+//                       communicator watched (dist_watch) and polled (dist_wait_issued); then
+//                       dist_connected: every rank says which GPU it runs on (several ranks on one
+//                       GPU are simulated nodes).
 //   NCCL_CHECK          every NCCL call, on any communicator the rank holds (dist_watch.c).
 //                       While the call runs a watchdog thread watches it: a call that blocks
 //                       (a connect, a finalize, an abort) cannot outlive another rank's failure
@@ -45,8 +48,9 @@
 #include <cuda_runtime.h>  // cudaEvent_t, cudaStream_t, cudaError_t
 #include <nccl.h>          // ncclComm_t, ncclResult_t, the collectives
 
-#include "args.h"  // arg_spec
-#include "json.h"  // json_writer
+#include "args.h"     // arg_spec
+#include "json.h"     // json_writer
+#include "trainer.h"  // train_options
 
 #ifdef __cplusplus
 extern "C" {
@@ -107,8 +111,25 @@ void dist_configure(dist_env *d, const char *folder, double timeout_s);
 void dist_select_device(dist_env *d);
 
 // The rendezvous, the parent communicator, and which GPU every rank runs on. Every rank calls
-// it, after gpu_open.
+// it, after gpu_open. Lesson 12's meet.cu writes the same with the pieces below.
 void dist_connect(dist_env *d);
+
+// The meeting begins: from here an early exit leaves a note, and (several ranks) a watchdog
+// thread watches every NCCL call that could block.
+void dist_meet_begin(dist_env *d);
+// Rank 0: NCCL's unique id into the rendezvous folder, marked as this run's. The others: waits
+// (watched) until this run's id is there and reads it; aborts at --timeout-s.
+void dist_write_id(dist_env *d, const ncclUniqueId *id);
+void dist_read_id(dist_env *d, ncclUniqueId *id);
+// From now on `comm` is polled and aborted with every other communicator of d, under `name` in
+// messages ("the parent communicator"). A NULL comm (NCCL made none) is left out.
+void dist_watch(dist_env *d, ncclComm_t comm, const char *name);
+// Polls every watched communicator (ncclCommGetAsyncError) until none is ncclInProgress; returns
+// ncclSuccess or the first error. Meanwhile watches the others' notes and --timeout-s (aborts).
+ncclResult_t dist_wait_issued(dist_env *d, const char *what);
+// The meeting has ended: `comm` is d's parent communicator. Rank 0 removes the id from the
+// folder (every rank has read it); every rank says which GPU it runs on (d->gpus, d->simulated).
+void dist_connected(dist_env *d, ncclComm_t comm);
 
 // Polls `event` until it has completed; returns cudaSuccess, or the CUDA error. Aborts (does
 // not return) when another rank failed, NCCL reported an error, or nothing happened for
@@ -179,6 +200,19 @@ void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cuda
 
 // Every communicator finalized and destroyed, the watchdog stopped: a normal end.
 void dist_finish(dist_env *d);
+
+// --rendezvous DIR and --timeout-s S, appended to specs[*n]; dist_configure takes their values.
+typedef struct {
+    const char *rendezvous;  // NULL: $RENDEZVOUS_DIR
+    double timeout_s;        // DIST_TIMEOUT_S by default
+} dist_options;
+void dist_option_specs(dist_options *o, arg_spec *specs, int *n);
+
+// What this rank's trainer writes, made per rank in `mine` (its options, before trainer_init):
+// its own trace file (dist_rank_path, into trace_path), the JSON on rank 0 alone, and the
+// harness's report silenced above rank 0. Returns where rank 0 reports for every rank (stderr
+// under --json, else stdout), NULL on the others.
+FILE *dist_rank_outputs(const dist_env *d, train_options *mine, char *trace_path, size_t size);
 
 // `path` for this rank: "t.json" becomes "t.rank1.json" (any other name gains ".rank1") when
 // there are several ranks, so that every rank writes its own file.

@@ -1,5 +1,6 @@
-// dist_connect.c: the rendezvous, the parent communicator, which GPU each rank runs on; the
-// gather the checks use after the runs (dist.h).
+// dist_connect.c: the meeting of the ranks (begun, ended: which GPU each rank runs on), and
+// dist_connect, the whole of it for the lessons after 12; the gather the checks use after the
+// runs (dist.h).
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -47,12 +48,26 @@ static void survey(dist_env *d)
     free(all);
 }
 
+void dist_meet_begin(dist_env *d)
+{
+    d->connecting = 1;
+    if (d->world > 1) dist_watchdog_start(d);
+}
+
+void dist_connected(dist_env *d, ncclComm_t comm)
+{
+    d->comm = comm;
+    if (d->rank == 0 && d->world > 1) dist_remove_id(d);  // every rank has read it: the communicator exists
+    d->gpus = 1;
+    if (d->world > 1) survey(d);
+}
+
+// Lesson 12's meet_ranks (its meet.cu shows and explains every step), for the lessons after it.
 void dist_connect(dist_env *d)
 {
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
-    d->connecting = 1;
-    if (d->world > 1) dist_watchdog_start(d);
+    dist_meet_begin(d);
     if (d->rank == 0) {
         NCCL_CHECK(d, ncclGetUniqueId(&id));
         dist_write_id(d, &id);
@@ -60,18 +75,13 @@ void dist_connect(dist_env *d)
         dist_read_id(d, &id);
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = 0;  // every call returns at once: this rank polls, and can give up
+    config.blocking = 0;
     ncclComm_t comm = NULL;
     dist_enter_(d, "ncclCommInitRankConfig");
     ncclResult_t r = ncclCommInitRankConfig(&comm, d->world, id, d->rank, &config);
-    if (comm) {
-        d->comm = comm;
-        dist_watch(d, comm, "the parent communicator");
-    }
+    dist_watch(d, comm, "the parent communicator");
     dist_check_nccl_(d, r, "ncclCommInitRankConfig(&comm, d->world, id, d->rank, &config)", __FILE__, __LINE__);
-    if (d->rank == 0 && d->world > 1) dist_remove_id(d);  // every rank has read it: the communicator exists
-    d->gpus = 1;
-    if (d->world > 1) survey(d);
+    dist_connected(d, comm);
 }
 
 void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream)

@@ -54,6 +54,7 @@ static long long mono_ns(void) { return (long long)(dist_mono_s() * 1e9); }
 
 void dist_watch(dist_env *d, ncclComm_t comm, const char *name)
 {
+    if (!comm) return;  // NCCL wrote none: the call that makes it failed at once
     if (d->ncomms == DIST_MAX_COMMS) dist_abort(d, "more than %d communicators to watch", DIST_MAX_COMMS);
     d->comms[d->ncomms] = comm;
     d->comm_names[d->ncomms++] = name;

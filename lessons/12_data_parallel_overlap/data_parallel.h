@@ -1,7 +1,7 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 3267600026)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 910647117)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
-// is in main.cu). buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
+// is in main.cu). meet.cu: how the ranks meet; buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
 // the step with its all-reduces, the training loop, the reference; report.cu: each part alone,
 // the checks across ranks, the report; main.cu: setup, options, main.
 #ifndef DATA_PARALLEL_H
@@ -13,9 +13,10 @@
 
 #include "common/args.h"     // defines: arg_spec, arg_int, arg_double, arg_string, arg_choice, args_parse, usage_error
 #include "common/check.h"    // defines: CUDA_CHECK
-#include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          dist_event_wait, NCCL_CHECK, dist_fault_inject, dist_allgather, dist_finish,
-                             //          dist_describe
+#include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_meet_begin,
+                             //          dist_write_id, dist_read_id, dist_watch, dist_wait_issued, dist_connected,
+                             //          dist_option_specs, dist_rank_outputs, dist_event_wait, NCCL_CHECK,
+                             //          dist_fault_inject, dist_allgather, dist_finish, dist_describe
 #include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_report_to,
                              //          harness_finish
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
@@ -25,7 +26,8 @@
 #include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_forward, trainer_loss_slot, trainer_take_loss,
-                             //          test_delay, event_pending, HOST_SYNC, SLOT_WAIT; and through
+                             //          test_delay, event_pending, HOST_SYNC, SLOT_WAIT, loss_ring, loss_ring_create,
+                             //          loss_ring_wait_with, loss_ring_queue, loss_ring_interval; and through
                              //          model.h, mlp.h and data.h: mlp_forward, mlp_loss, mlp_backward_layer,
                              //          mlp_update, mlp_weights_checksum, mlp_shape_init, mlp_cpu_reference,
                              //          dataset_prepare_shard, dataset_init, fnv1a
@@ -57,7 +59,7 @@ typedef struct {
     mlp_model averaged;                    // the model as the update sees it: gradients d_sum, rate lr / ranks
     cudaEvent_t copied[SLOTS];             // slot s's copy has finished (lesson 08)
     cudaEvent_t stepped[SLOTS];            // the step that read device slot s has finished (lesson 08)
-    cudaEvent_t loss_ready[LOSS_RING];     // that loss has landed in pinned memory (lesson 08)
+    loss_ring losses;                      // lesson 08's loss ring, its waits polled (dist_event_wait)
     cudaEvent_t grads_ready[MAX_BUCKETS];  // bucket b's gradients are written (compute stream)
     cudaEvent_t reduced[MAX_BUCKETS];      // bucket b's all-reduce has finished (communication stream)
     cudaEvent_t ref_done;                  // the reference's batch has finished
@@ -72,6 +74,9 @@ typedef struct {
     double comm_ms;                             // every bucket's all-reduce, back to back, nothing else running
     double comm_one_ms;                         // the whole gradient in one all-reduce
 } part_times;
+
+// meet.cu
+void meet_ranks(dist_env *d);
 
 // buckets.cu
 void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 3390624799)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 2489977271)
 // Fill in its 3 TODOs.
 // train.cu (lesson 12): this rank's shard of a batch; the step, each bucket's all-reduce issued
 // as soon as its gradients are ready (exercises 12-ready, 12-allreduce, 12-update-wait); lesson
@@ -91,23 +91,6 @@ static void train_step(trainer *t, data_parallel *dp, long i, float *d_batch)
 // ----------------------------------------------------------------------------
 // the training loop (lesson 08's, with polled waits)
 
-// Lesson 08's interval: at the end of every SYNC_INTERVAL batches one counted wait for
-// the loss of batch i-1 (batch i's after the last batch), then every loss up to it.
-// Every host wait here is dist_event_wait: it gives up when another rank has failed.
-static void take_losses(trainer *t, data_parallel *dp, long i, long *next_loss)
-{
-    int last = i == t->opt.batches - 1;
-    if ((i + 1) % SYNC_INTERVAL != 0 && !last) return;
-    long upto = last ? i : i - 1;
-    if (upto < *next_loss) return;
-    HOST_SYNC(t, dist_event_wait(dp->dist, dp->loss_ready[upto % LOSS_RING]));
-    for (; *next_loss <= upto; (*next_loss)++) {
-        cudaEvent_t landed = dp->loss_ready[*next_loss % LOSS_RING];
-        if (event_pending(landed)) SLOT_WAIT(t, dist_event_wait(dp->dist, landed));
-        trainer_take_loss(t, *next_loss);
-    }
-}
-
 // Each rank took its own shard's losses; batch i's loss is their mean over the ranks
 // (the shards are equal). One all-reduce of the whole run's losses at its end, not
 // one per batch: a collective costs tens of microseconds.
@@ -140,11 +123,8 @@ int train_loop(trainer *t, void *ctx)
         CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, dp->copied[s], 0));
         train_step(t, dp, i, d_batch);
         CUDA_CHECK(cudaEventRecord(dp->stepped[s], t->compute_stream));
-        int slot = (int)(i % LOSS_RING);
-        CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
-                                   t->compute_stream));
-        CUDA_CHECK(cudaEventRecord(dp->loss_ready[slot], t->compute_stream));
-        take_losses(t, dp, i, &next_loss);
+        loss_ring_queue(&dp->losses, t, i, t->compute_stream);
+        loss_ring_interval(&dp->losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
     }
     average_losses(t, dp);  // the last loss's copy came after the last update: the GPU is done
     return 0;

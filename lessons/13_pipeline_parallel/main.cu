@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 917166772)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 3749667148)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -38,7 +38,6 @@
 #include "pipeline.h"  // the lesson's types, and through it the course's headers
 
 static const char *PROG = "13_pipeline_parallel";
-
 
 static void setup(trainer *t, pipeline *pp, int stages, int micro_batches)
 {
@@ -150,21 +149,83 @@ static int show_schedule(const train_options *o, schedule_kind kind, int stages,
     return ok ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
+// What the command line says: the training options, the lesson's own.
+typedef struct {
+    train_options train;
+    int first;          // --schedule: the lesson's own schedule, run first
+    int stages;         // --stages (0 on the command line: as many as ranks)
+    int micro_batches;  // --micro-batches
+    int showing;        // --show-schedule
+    dist_options dist;  // --rendezvous, --timeout-s
+} options;
+
 // Options that depend on each other, on the model or on the number of ranks.
-static void check_options(const dist_env *d, const train_options *o, const pipeline *pp, int stages,
-                          int micro_batches, int showing)
+static void check_options(const dist_env *d, const options *o, const pipeline *pp)
 {
-    int layers = o->hidden_layers + 1;
-    if (stages > layers)
+    const train_options *t = &o->train;
+    int layers = t->hidden_layers + 1;
+    if (o->stages > layers)
         usage_error(d->name, "--stages %d: the model has %d weight layers (--layers %d hidden, and the output layer); "
-                    "every stage needs one at least", stages, layers, o->hidden_layers);
-    if (!showing && stages != d->world)
+                    "every stage needs one at least", o->stages, layers, t->hidden_layers);
+    if (!o->showing && o->stages != d->world)
         usage_error(d->name, "--stages %d: this run has %d rank%s; every stage is a rank on a GPU of its own "
-                    "(tools/launch -n %d ...)", stages, d->world, d->world == 1 ? "" : "s", stages);
-    if (o->batch % micro_batches != 0)
+                    "(tools/launch -n %d ...)", o->stages, d->world, d->world == 1 ? "" : "s", o->stages);
+    if (t->batch % o->micro_batches != 0)
         usage_error(d->name, "--batch %d is not divisible by --micro-batches %d: every micro-batch holds as many "
-                    "samples", o->batch, micro_batches);
-    dist_fault_check(d, &pp->fault, o->batches);
+                    "samples", t->batch, o->micro_batches);
+    dist_fault_check(d, &pp->fault, t->batches);
+}
+
+static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeline *pp)
+{
+    train_options_default(&o->train);
+    o->first = SCHEDULE_1F1B;
+    o->stages = 0;
+    o->micro_batches = 8;
+    o->showing = 0;
+    arg_spec specs[40];
+    int n = train_option_specs(&o->train, specs);
+    specs[n++] = arg_int("stages", &o->stages, 0, MLP_MAX_LAYERS, "P",
+                         "pipeline stages, one per rank; 0: as many as ranks; 1 is the one-stage reference");
+    specs[n++] = arg_int("micro-batches", &o->micro_batches, 1, 65536, "M",
+                         "micro-batches per batch (must divide --batch)");
+    specs[n++] = arg_choice("schedule", &o->first, "1f1b|gpipe",
+                            "the lesson's own schedule (both run, round-robin): one forward one backward, or all "
+                            "forwards then all backwards");
+    specs[n++] = arg_flag("show-schedule", &o->showing,
+                          "print every stage's order of forwards and backwards and stop (no GPU; with --stages)");
+    dist_option_specs(&o->dist, specs, &n);
+    dist_fault_options(&pp->fault, specs, &n);
+    args_parse(argc, argv, d->name,
+               "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n"
+               "Several GPUs: tools/launch -n 2 PROGRAM; stages on one GPU, each a node of its own (every check "
+               "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
+               specs, n);
+    if (o->stages == 0) o->stages = d->world;
+    check_options(d, o, pp);
+}
+
+// The parts alone, both schedules round-robin against the one-stage reference, the checks
+// across stages and the report. Returns 1 when every check passed.
+static int run_and_report(trainer *t, pipeline *pp, const options *o, FILE *out)
+{
+    part_times parts;
+    profile_parts(t, pp, &parts);
+    schedule_run own, other;
+    schedule_create(&own, pp, (schedule_kind)o->first);
+    schedule_create(&other, pp, o->first == SCHEDULE_1F1B ? SCHEDULE_GPIPE : SCHEDULE_1F1B);
+    train_variant variants[2] = {{SCHEDULE_NAMES[own.kind], train_loop, &own},
+                                 {SCHEDULE_NAMES[other.kind], train_loop, &other}};
+    train_variant reference = {"reference", reference_loop, pp};
+    harness_extras x;
+    memset(&x, 0, sizeof x);
+    x.reference = &reference;
+    int ok = harness_run_with(t, variants, 2, &x);
+    schedule_run *runs[2] = {&own, &other};
+    ok = stages_agree(t, pp, runs, &parts, &x, (schedule_kind)o->first, ok, out) && ok;  // every rank: a collective
+    schedule_destroy(&own);
+    schedule_destroy(&other);
+    return ok;
 }
 
 int main(int argc, char **argv)
@@ -175,78 +236,22 @@ int main(int argc, char **argv)
     setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", 0);
     dist_env d;
     dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
-    train_options o;
-    train_options_default(&o);
     pipeline pp;
     memset(&pp, 0, sizeof pp);
     pp.dist = &d;
-    int first = SCHEDULE_1F1B, stages = 0, micro_batches = 8, showing = 0;
-    double timeout_s = DIST_TIMEOUT_S;
-    const char *rendezvous = NULL;
-    arg_spec specs[40];
-    int n = train_option_specs(&o, specs);
-    specs[n++] = arg_int("stages", &stages, 0, MLP_MAX_LAYERS, "P",
-                         "pipeline stages, one per rank; 0: as many as ranks; 1 is the one-stage reference");
-    specs[n++] =
-        arg_int("micro-batches", &micro_batches, 1, 65536, "M", "micro-batches per batch (must divide --batch)");
-    specs[n++] = arg_choice("schedule", &first, "1f1b|gpipe",
-                            "the lesson's own schedule (both run, round-robin): one forward one backward, or all "
-                            "forwards then all backwards");
-    specs[n++] = arg_flag("show-schedule", &showing, "print every stage's order of forwards and backwards and stop "
-                                                      "(no GPU; with --stages)");
-    specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
-                            "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
-    specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
-    dist_fault_options(&pp.fault, specs, &n);
-    args_parse(argc, argv, d.name,
-               "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n"
-               "Several GPUs: tools/launch -n 2 PROGRAM; stages on one GPU, each a node of its own (every check "
-               "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
-               specs, n);
-    if (stages == 0) stages = d.world;
-    check_options(&d, &o, &pp, stages, micro_batches, showing);
-    if (showing) return show_schedule(&o, (schedule_kind)first, stages, micro_batches);
-    dist_configure(&d, rendezvous, timeout_s);
-
-    train_options mine = o;
-    mine.json = o.json && d.rank == 0;  // rank 0 writes the JSON, with every stage's figures in it
+    options o;
+    parse_options(&d, argc, argv, &o, &pp);
+    if (o.showing) return show_schedule(&o.train, (schedule_kind)o.first, o.stages, o.micro_batches);
+    dist_configure(&d, o.dist.rendezvous, o.dist.timeout_s);
+    train_options mine = o.train;
     char trace_path[1100];
-    if (o.trace_path) {
-        dist_rank_path(&d, o.trace_path, trace_path, sizeof trace_path);
-        mine.trace_path = trace_path;
-    }
-    FILE *out = o.json ? stderr : stdout;  // rank 0 reports for every rank
-    if (d.rank > 0) {
-        out = NULL;
-        FILE *quiet = fopen("/dev/null", "w");
-        if (!quiet) {
-            fprintf(stderr, "%s: cannot open /dev/null\n", d.name);
-            return EXIT_FAILURE;
-        }
-        harness_report_to(quiet);
-    }
+    FILE *out = dist_rank_outputs(&d, &mine, trace_path, sizeof trace_path);  // rank 0 reports for every rank
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &mine, HOST_SLOTS, 1, STEP_RING);
-    dist_connect(&d);
-    setup(&t, &pp, stages, micro_batches);
-
-    part_times parts;
-    profile_parts(&t, &pp, &parts);
-    schedule_run own, other;
-    schedule_create(&own, &pp, (schedule_kind)first);
-    schedule_create(&other, &pp, first == SCHEDULE_1F1B ? SCHEDULE_GPIPE : SCHEDULE_1F1B);
-    train_variant variants[2] = {{SCHEDULE_NAMES[own.kind], train_loop, &own},
-                                 {SCHEDULE_NAMES[other.kind], train_loop, &other}};
-    train_variant reference = {"reference", reference_loop, &pp};
-    harness_extras x;
-    memset(&x, 0, sizeof x);
-    x.reference = &reference;
-    int ok = harness_run_with(&t, variants, 2, &x);
-    schedule_run *runs[2] = {&own, &other};
-    ok = stages_agree(&t, &pp, runs, &parts, &x, (schedule_kind)first, ok, out) && ok;  // every rank: a collective
-    schedule_destroy(&own);
-    schedule_destroy(&other);
+    dist_connect(&d);  // lesson 12's meet_ranks
+    setup(&t, &pp, o.stages, o.micro_batches);
+    int ok = run_and_report(&t, &pp, &o, out);
     teardown(&pp);
     dist_finish(&d);
     return harness_finish(&t, ok);

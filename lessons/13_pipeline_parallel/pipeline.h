@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 462820155)
+// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 627415982)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // pipeline.h: lesson 13's types, and what its files call in one another (the overview is
 // in main.cu). stages.cu: the stages, the schedules, the activation slots; links.cu: the
@@ -17,8 +17,8 @@
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
                              //          dist_event_wait, NCCL_CHECK, dist_split_ready, dist_close, dist_fail,
-                             //          dist_fault_inject, dist_allgather, dist_finish, dist_rank_path,
-                             //          dist_describe
+                             //          dist_fault_inject, dist_allgather, dist_finish, dist_option_specs,
+                             //          dist_rank_outputs, dist_describe
 #include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_report_to,
                              //          harness_finish
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool

@@ -26,8 +26,8 @@
 // reduced after the backward pass). --overlap chooses which one is the lesson's own.
 // The host loop is lesson 08's: two batch slots, a loss ring read every 10 batches.
 //
-// The files: data_parallel.h (types), buckets.cu, train.cu (the step and the loop),
-// report.cu, and this one (setup, options, main).
+// The files: data_parallel.h (types), meet.cu (how the ranks meet), buckets.cu, train.cu
+// (the step and the loop), report.cu, and this one (setup, options, main).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +35,9 @@
 #include "data_parallel.h"  // the lesson's types, and through it the course's headers
 
 static const char *PROG = "12_data_parallel_overlap";
+
+// The loss ring's waits: dist_event_wait, which polls and gives up when another rank has failed.
+static cudaError_t polled_wait(void *ctx, cudaEvent_t event) { return dist_event_wait((dist_env *)ctx, event); }
 
 static void setup(trainer *t, data_parallel *dp, double bucket_mib)
 {
@@ -62,7 +65,8 @@ static void setup(trainer *t, data_parallel *dp, double bucket_mib)
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->copied[s], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->stepped[s], cudaEventDisableTiming));
     }
-    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventCreateWithFlags(&dp->loss_ready[k], cudaEventDisableTiming));
+    loss_ring_create(&dp->losses, t, 0);
+    loss_ring_wait_with(&dp->losses, polled_wait, dp->dist);  // a rank that failed stops this one's waits too
     for (int b = 0; b < MAX_BUCKETS; b++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->grads_ready[b], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[b], cudaEventDisableTiming));
@@ -79,7 +83,7 @@ static void teardown(data_parallel *dp)
         CUDA_CHECK(cudaEventDestroy(dp->copied[s]));
         CUDA_CHECK(cudaEventDestroy(dp->stepped[s]));
     }
-    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventDestroy(dp->loss_ready[k]));
+    loss_ring_destroy(&dp->losses);
     for (int b = 0; b < MAX_BUCKETS; b++) {
         CUDA_CHECK(cudaEventDestroy(dp->grads_ready[b]));
         CUDA_CHECK(cudaEventDestroy(dp->reduced[b]));
@@ -93,84 +97,88 @@ static void teardown(data_parallel *dp)
     CUDA_CHECK(cudaStreamDestroy(dp->comm_stream));
 }
 
+// What the command line says: the training options (of the whole batch), the lesson's own.
+typedef struct {
+    train_options train;
+    int first;          // --overlap: the lesson's own variant, run first
+    double bucket_mib;  // --bucket-mib
+    dist_options dist;  // --rendezvous, --timeout-s
+} options;
+
 // Options that depend on each other or on the number of ranks.
 static void check_options(const dist_env *d, const train_options *o, const data_parallel *dp)
 {
     if (o->batch % d->world != 0)
-        usage_error(d->name, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard", o->batch,
-                    d->world);
+        usage_error(d->name, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard",
+                    o->batch, d->world);
     dist_fault_check(d, &dp->fault, o->batches);
+}
+
+static void parse_options(dist_env *d, int argc, char **argv, options *o, data_parallel *dp)
+{
+    train_options_default(&o->train);
+    o->train.batch = SHARD * d->world;
+    o->first = OVERLAP_BUCKETS;
+    o->bucket_mib = 25;
+    arg_spec specs[40];
+    int n = train_option_specs(&o->train, specs);
+    specs[n++] = arg_choice("overlap", &o->first, "buckets|none",
+                            "the lesson's own variant (both run, round-robin): all-reduce each bucket under the "
+                            "backward pass, or every bucket after it");
+    specs[n++] = arg_double("bucket-mib", &o->bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
+    dist_option_specs(&o->dist, specs, &n);
+    dist_fault_options(&dp->fault, specs, &n);
+    args_parse(argc, argv, d->name,
+               "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n"
+               "Several GPUs: tools/launch -n 2 PROGRAM; ranks on one GPU, each a node of its own (every check "
+               "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
+               specs, n);
+    dist_configure(d, o->dist.rendezvous, o->dist.timeout_s);
+    check_options(d, &o->train, dp);
+}
+
+// The parts alone, both variants round-robin against the reference, the checks across ranks,
+// the report. Returns 1 when every check passed.
+static int run_and_report(trainer *t, data_parallel *dp, const options *o, FILE *out)
+{
+    part_times parts;
+    profile_parts(t, dp, &parts);
+    data_parallel none = *dp;  // the same streams, buffers and events; every bucket after the backward pass
+    none.overlap = OVERLAP_NONE;
+    train_variant buckets_v = {"buckets", train_loop, dp}, none_v = {"none", train_loop, &none};
+    train_variant variants[2] = {o->first == OVERLAP_BUCKETS ? buckets_v : none_v,
+                                 o->first == OVERLAP_BUCKETS ? none_v : buckets_v};
+    train_variant reference = {"reference", reference_loop, dp};
+    harness_extras x;
+    memset(&x, 0, sizeof x);
+    x.reference = &reference;
+    int ok = harness_run_with(t, variants, 2, &x);
+    ok = ranks_agree(t, dp, ok, out);
+    if (x.step_ms[0] > 0)
+        report(t, dp, &parts, &x, (overlap_mode)o->first, o->train.batch, o->bucket_mib, out);
+    return ok;
 }
 
 int main(int argc, char **argv)
 {
     dist_env d;
     dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
-    train_options o;
-    train_options_default(&o);
-    o.batch = SHARD * d.world;
     data_parallel dp = {.dist = &d, .overlap = OVERLAP_BUCKETS};
-    int first = OVERLAP_BUCKETS;
-    double bucket_mib = 25, timeout_s = DIST_TIMEOUT_S;
-    const char *rendezvous = NULL;
-    arg_spec specs[40];
-    int n = train_option_specs(&o, specs);
-    specs[n++] = arg_choice("overlap", &first, "buckets|none",
-                            "the lesson's own variant (both run, round-robin): all-reduce each bucket under the "
-                            "backward pass, or every bucket after it");
-    specs[n++] = arg_double("bucket-mib", &bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
-    specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
-                            "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
-    specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
-    dist_fault_options(&dp.fault, specs, &n);
-    args_parse(argc, argv, d.name, "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n"
-               "Several GPUs: tools/launch -n 2 PROGRAM; ranks on one GPU, each a node of its own (every check "
-               "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
-               specs, n);
-    dist_configure(&d, rendezvous, timeout_s);
-    check_options(&d, &o, &dp);
-
-    train_options shard = o;  // what this rank's trainer is built for: one shard of every batch
-    shard.batch = o.batch / d.world;
-    shard.json = o.json && d.rank == 0;  // rank 0 writes the JSON, with every rank's checksums in it
-    shard.check_cpu = o.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
+    options o;
+    parse_options(&d, argc, argv, &o, &dp);
+    train_options shard = o.train;  // what this rank's trainer is built for: one shard of every batch
+    shard.batch = o.train.batch / d.world;
+    shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
     char trace_path[1100];
-    if (o.trace_path) {
-        dist_rank_path(&d, o.trace_path, trace_path, sizeof trace_path);
-        shard.trace_path = trace_path;
-    }
-    FILE *out = o.json ? stderr : stdout;  // rank 0 reports for every rank
-    if (d.rank > 0) {
-        out = NULL;
-        FILE *quiet = fopen("/dev/null", "w");
-        if (!quiet) {
-            fprintf(stderr, "%s: cannot open /dev/null\n", d.name);
-            return EXIT_FAILURE;
-        }
-        harness_report_to(quiet);
-    }
+    FILE *out = dist_rank_outputs(&d, &shard, trace_path, sizeof trace_path);  // rank 0 reports for every rank
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
-    dist_connect(&d);
-    setup(&t, &dp, bucket_mib);
-
-    part_times parts;
-    profile_parts(&t, &dp, &parts);
-    data_parallel none = dp;  // the same streams, buffers and events; every bucket after the backward pass
-    none.overlap = OVERLAP_NONE;
-    train_variant buckets_v = {"buckets", train_loop, &dp}, none_v = {"none", train_loop, &none};
-    train_variant variants[2] = {first == OVERLAP_BUCKETS ? buckets_v : none_v,
-                                 first == OVERLAP_BUCKETS ? none_v : buckets_v};
-    train_variant reference = {"reference", reference_loop, &dp};
-    harness_extras x;
-    memset(&x, 0, sizeof x);
-    x.reference = &reference;
-    int ok = harness_run_with(&t, variants, 2, &x);
-    ok = ranks_agree(&t, &dp, ok, out);
-    if (x.step_ms[0] > 0) report(&t, &dp, &parts, &x, (overlap_mode)first, o.batch, bucket_mib, out);
+    meet_ranks(&d);  // meet.cu
+    setup(&t, &dp, o.bucket_mib);
+    int ok = run_and_report(&t, &dp, &o, out);
     teardown(&dp);
     dist_finish(&d);
-    if (o.check_cpu && d.world > 1 && d.rank == 0) ok = cpu_check_whole_batch(&t, &o, out) && ok;
+    if (o.train.check_cpu && d.world > 1 && d.rank == 0) ok = cpu_check_whole_batch(&t, &o.train, out) && ok;
     return harness_finish(&t, ok);
 }
