@@ -1,7 +1,9 @@
 // dist_parts.h: what the files of the bootstrap (dist_env.c, dist_rendezvous.c, dist_watch.c,
-// dist_connect.c) call in one another. Not for the lessons: they include dist.h.
+// dist_watchdog.c, dist_connect.c) call in one another. Not for the lessons: they include dist.h.
 #ifndef COMMON_DIST_PARTS_H
 #define COMMON_DIST_PARTS_H
+
+#include <stdarg.h>  // va_list
 
 #include "dist.h"
 
@@ -11,6 +13,7 @@ extern "C" {
 
 double dist_wall_s(void);  // the wall clock: what files in a shared folder are dated by
 double dist_mono_s(void);  // for time limits
+long long dist_mono_ns(void);
 void dist_nap_ms(int ms);
 
 // dist_rendezvous.c: the files in the folder: rank 0's NCCL id (dist.h: dist_write_id,
@@ -21,7 +24,11 @@ void dist_write_note(const dist_env *d, const char *message);
 int dist_failed_rank(const dist_env *d, char *message, size_t size);  // the lowest other rank's note, or -1
 void dist_note_early_exit(dist_env *d);  // registers the atexit handler that leaves a note
 
-// dist_watch.c: what every wait checks; the watchdog thread
+// dist_watch.c: what every wait checks; how a rank stops (only one of the main thread and the
+// watchdog says why: the one that claims the stop first)
+int dist_claim_stop(dist_env *d);
+void dist_say_stop(const dist_env *d, const char *fmt, va_list ap);
+// dist_watchdog.c: the watchdog thread
 void dist_watchdog_start(dist_env *d);
 void dist_watchdog_stop(dist_env *d);
 

@@ -5,9 +5,10 @@
 // others' failure notes, and watch --timeout-s; on any of them the rank aborts every
 // communicator and exits. But a call can also block inside NCCL (a blocking communicator's
 // first send connects to its peer, its finalize waits for it; an abort may wait too), and then
-// the main thread watches nothing: a watchdog thread watches the call in progress, and when a
-// note appears or --timeout-s passes, it says why and ends the process (the operating system
-// closes what NCCL held; the others see the note, NCCL's error or their own time limit).
+// the main thread watches nothing: a watchdog thread (dist_watchdog.c) watches the call in
+// progress, and when a note appears or --timeout-s passes, it says why and ends the process (the
+// operating system closes what NCCL held; the others see the note, NCCL's error or their own
+// time limit).
 #define _POSIX_C_SOURCE 200809L
 #include <sched.h>  // sched_yield
 #include <stdarg.h>
@@ -23,8 +24,6 @@
 #include "kernels.h"  // launch_spin
 
 #define NOTE_EVERY_S 0.05     // how often a polled wait looks for the others' failure notes
-#define WATCHDOG_EVERY_MS 20  // how often the watchdog looks at the call in progress
-#define ABORT_LIMIT_S 5.0     // aborting every communicator may take this long; then the process ends
 #define HANG_NS 3600000000000LL  // dist_hang's kernel: an hour
 
 double dist_wall_s(void)
@@ -47,7 +46,7 @@ void dist_nap_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
-static long long mono_ns(void) { return (long long)(dist_mono_s() * 1e9); }
+long long dist_mono_ns(void) { return (long long)(dist_mono_s() * 1e9); }
 
 // ----------------------------------------------------------------------------
 // the communicators
@@ -77,9 +76,9 @@ static void unwatch(dist_env *d, ncclComm_t comm)
 // stopping
 
 // Only one of the main thread and the watchdog says why the rank stops.
-static int claim_stop(dist_env *d) { return __atomic_exchange_n(&d->stopping, 1, __ATOMIC_SEQ_CST) == 0; }
+int dist_claim_stop(dist_env *d) { return __atomic_exchange_n(&d->stopping, 1, __ATOMIC_SEQ_CST) == 0; }
 
-static void say_stop(const dist_env *d, const char *fmt, va_list ap)
+void dist_say_stop(const dist_env *d, const char *fmt, va_list ap)
 {
     char message[512], note[256];
     vsnprintf(message, sizeof message, fmt, ap);
@@ -96,7 +95,7 @@ static void say_stop(const dist_env *d, const char *fmt, va_list ap)
 // rank that will never come. The watchdog ends the process if this itself blocks.
 static void abort_all(dist_env *d)
 {
-    __atomic_store_n(&d->inside_since_ns, mono_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&d->inside_since_ns, dist_mono_ns(), __ATOMIC_RELEASE);
     __atomic_store_n(&d->inside, "ncclCommAbort", __ATOMIC_RELEASE);
     for (int k = d->ncomms - 1; k >= 0; k--) ncclCommAbort(d->comms[k]);  // the answers do not matter: we exit
     d->ncomms = 0;
@@ -105,13 +104,13 @@ static void abort_all(dist_env *d)
 
 void dist_abort(dist_env *d, const char *fmt, ...)
 {
-    if (!claim_stop(d)) {  // the watchdog, or an error while stopping: the process ends
+    if (!dist_claim_stop(d)) {  // the watchdog, or an error while stopping: the process ends
         dist_nap_ms(1000);
         _exit(EXIT_FAILURE);
     }
     va_list ap;
     va_start(ap, fmt);
-    say_stop(d, fmt, ap);
+    dist_say_stop(d, fmt, ap);
     va_end(ap);
     abort_all(d);
     exit(EXIT_FAILURE);
@@ -119,7 +118,7 @@ void dist_abort(dist_env *d, const char *fmt, ...)
 
 void dist_fail(dist_env *d, const char *fmt, ...)
 {
-    if (!claim_stop(d)) {
+    if (!dist_claim_stop(d)) {
         dist_nap_ms(1000);
         _exit(EXIT_FAILURE);
     }
@@ -254,7 +253,7 @@ void dist_hang(dist_env *d, cudaStream_t stream, const char *fmt, ...)
 
 void dist_enter_(dist_env *d, const char *expr)
 {
-    __atomic_store_n(&d->inside_since_ns, mono_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&d->inside_since_ns, dist_mono_ns(), __ATOMIC_RELEASE);
     __atomic_store_n(&d->inside, expr, __ATOMIC_RELEASE);
 }
 
@@ -301,58 +300,4 @@ void dist_finish(dist_env *d)
     }
     d->finished = 1;
     dist_watchdog_stop(d);
-}
-
-// ----------------------------------------------------------------------------
-// the watchdog thread
-
-static void watchdog_end(dist_env *d, const char *fmt, ...)
-{
-    if (!claim_stop(d)) return;
-    va_list ap;
-    va_start(ap, fmt);
-    say_stop(d, fmt, ap);
-    va_end(ap);
-    _exit(EXIT_FAILURE);  // the main thread is inside NCCL: end the process around it
-}
-
-static void *watchdog_main(void *arg)
-{
-    dist_env *d = (dist_env *)arg;
-    while (!__atomic_load_n(&d->finished, __ATOMIC_ACQUIRE)) {
-        dist_nap_ms(WATCHDOG_EVERY_MS);
-        const char *what = __atomic_load_n(&d->inside, __ATOMIC_ACQUIRE);
-        if (!what) continue;
-        double in = (mono_ns() - __atomic_load_n(&d->inside_since_ns, __ATOMIC_ACQUIRE)) / 1e9;
-        if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
-            if (in > ABORT_LIMIT_S) _exit(EXIT_FAILURE);  // the abort itself blocks: its message is out
-            continue;
-        }
-        char note[256];
-        if (dist_failed_rank(d, note, sizeof note) >= 0)
-            watchdog_end(d, "noticed while inside %s", what);
-        else if (in > d->timeout_s) {
-            char message[300];
-            snprintf(message, sizeof message, "nothing happened for %.0f s while inside %s: a rank may have died or "
-                                              "hung without a note (--timeout-s)", d->timeout_s, what);
-            dist_write_note(d, message);
-            watchdog_end(d, "%s", message);
-        }
-    }
-    return NULL;
-}
-
-void dist_watchdog_start(dist_env *d)
-{
-    if (d->watchdog_running) return;
-    if (pthread_create(&d->watchdog, NULL, watchdog_main, d) != 0) dist_fail(d, "cannot start the watchdog thread");
-    d->watchdog_running = 1;
-}
-
-void dist_watchdog_stop(dist_env *d)
-{
-    if (!d->watchdog_running) return;
-    __atomic_store_n(&d->finished, 1, __ATOMIC_RELEASE);
-    pthread_join(d->watchdog, NULL);
-    d->watchdog_running = 0;
 }

@@ -218,6 +218,33 @@ EXERCISE_KEY_CALLS='
     done <<<"$EXERCISE_KEY_CALLS"
 }
 
+# long_functions MAX FILE...: "FILE:LINE: NAME (N lines)" for every function whose body, from its
+# opening brace at column 0 (the course's style) to its closing one, holds more than MAX lines.
+long_functions() {
+    awk -v max="$1" '
+    FNR == 1 { inbody = 0; prev = "" }
+    /^\{/ && !inbody { inbody = 1; start = FNR; name = prev; next }
+    /^\}/ && inbody { inbody = 0; n = FNR - start - 1; if (n > max) printf "%s:%d: %s (%d lines)\n", FILENAME, start, name, n; next }
+    !inbody && /[^ \t]/ { prev = $0 }' "${@:2}"
+}
+
+@test "course: the function-length scan finds a long function and passes a short one" {
+    { printf 'static int short_one(void)\n{\n    return 1;\n}\n\nint long_one(int x)\n{\n'
+      for i in $(seq 1 81); do printf '    x += %d;\n' "$i"; done
+      printf '    return x;\n}\n'; } >"$BATS_TEST_TMPDIR/f.c"
+    run long_functions 80 "$BATS_TEST_TMPDIR/f.c"
+    assert_output "$BATS_TEST_TMPDIR/f.c:7: int long_one(int x) (82 lines)"
+}
+
+@test "course: one idea per file: no file of common/ or solutions/ over 350 lines, no function over 80 (tools' too)" {
+    run awk 'FNR == 1 && NR > 1 && n > 350 { print prev ": " n " lines" } FNR == 1 { n = 0 } { n++; prev = FILENAME }
+             END { if (n > 350) print prev ": " n " lines" }' "$ROOT"/common/* "$ROOT"/solutions/*/*
+    assert_output ""
+    run long_functions 80 "$ROOT"/common/*.c "$ROOT"/common/*.cu "$ROOT"/common/*.h "$ROOT"/solutions/*/*.cu \
+        "$ROOT"/solutions/*/*.h "$ROOT"/tools/*.c
+    assert_output ""
+}
+
 @test "course: make lessons keeps a copy of a lesson edited by hand, and only of that one" {
     mkdir -p "$BATS_TEST_TMPDIR/c/tools" "$BATS_TEST_TMPDIR/c/solutions/99_x"
     cp "$ROOT/tools/gen-lesson" "$ROOT/tools/make-lessons" "$BATS_TEST_TMPDIR/c/tools/"

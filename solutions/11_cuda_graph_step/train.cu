@@ -38,6 +38,7 @@
 
 #include "common/args.h"     // defines: arg_spec, arg_int, arg_flag, args_parse
 #include "common/check.h"    // defines: CUDA_CHECK
+#include "common/graphs.h"   // defines: graph_census, graph_census_of
 #include "common/harness.h"  // defines: train_variant, harness_extras, harness_run, harness_run_with, harness_finish
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool, json_end
 #include "common/memory.h"   // defines: host_calloc, blocks_in_use
@@ -52,10 +53,6 @@ static const char *PROG = "11_cuda_graph_step";
 
 #define HOST_SLOTS 2             // pinned batches: the host prepares one while the other waits for its copy
 #define MAX_SYNC_INTERVAL 100    // each loss-ring slot costs a graph
-
-typedef struct {
-    int nodes, kernels, copies, event_records, others;
-} graph_census;
 
 typedef struct {
     int sync_interval;               // batches between two host synchronisations (lesson 08)
@@ -139,31 +136,6 @@ static void capture_graph(graph_step *g, trainer *t, int k)
     // END SOLUTION
 }
 
-// Counts a graph's nodes by type.
-static graph_census census_of(cudaGraph_t graph)
-{
-    graph_census c = {0};
-    size_t n = 0;
-    CUDA_CHECK(cudaGraphGetNodes(graph, NULL, &n));
-    cudaGraphNode_t *nodes = (cudaGraphNode_t *)host_calloc(n, sizeof(cudaGraphNode_t), "the graph's nodes");
-    CUDA_CHECK(cudaGraphGetNodes(graph, nodes, &n));
-    for (size_t j = 0; j < n; j++) {
-        cudaGraphNodeType type;
-        CUDA_CHECK(cudaGraphNodeGetType(nodes[j], &type));
-        if (type == cudaGraphNodeTypeKernel)
-            c.kernels++;
-        else if (type == cudaGraphNodeTypeMemcpy)
-            c.copies++;
-        else if (type == cudaGraphNodeTypeEventRecord)
-            c.event_records++;
-        else
-            c.others++;
-    }
-    c.nodes = (int)n;
-    free(nodes);
-    return c;
-}
-
 // Captures one graph per ring position, before the runs.
 static void capture_graphs(graph_step *g, trainer *t)
 {
@@ -192,7 +164,7 @@ static void capture_graphs(graph_step *g, trainer *t)
     g->capture_ms = host_now_ms() - t0;
     trace_end(&phase);
     t->delays_on = 0;
-    g->census = census_of(g->graph[0]);
+    g->census = graph_census_of(g->graph[0]);
 }
 
 // ----------------------------------------------------------------------------

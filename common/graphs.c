@@ -1,0 +1,30 @@
+// graphs.c: a CUDA graph's nodes counted by type (graphs.h).
+#include <stdlib.h>
+
+#include "check.h"   // CUDA_CHECK
+#include "graphs.h"
+#include "memory.h"  // host_calloc
+
+graph_census graph_census_of(cudaGraph_t graph)
+{
+    graph_census c = {0};
+    size_t n = 0;
+    CUDA_CHECK(cudaGraphGetNodes(graph, NULL, &n));
+    cudaGraphNode_t *nodes = (cudaGraphNode_t *)host_calloc(n, sizeof(cudaGraphNode_t), "the graph's nodes");
+    CUDA_CHECK(cudaGraphGetNodes(graph, nodes, &n));
+    for (size_t j = 0; j < n; j++) {
+        enum cudaGraphNodeType type;  // C spells the runtime's enums with their keyword
+        CUDA_CHECK(cudaGraphNodeGetType(nodes[j], &type));
+        if (type == cudaGraphNodeTypeKernel)
+            c.kernels++;
+        else if (type == cudaGraphNodeTypeMemcpy)
+            c.copies++;
+        else if (type == cudaGraphNodeTypeEventRecord)
+            c.event_records++;
+        else
+            c.others++;
+    }
+    c.nodes = (int)n;
+    free(nodes);
+    return c;
+}
