@@ -201,12 +201,19 @@ void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cuda
 // Every communicator finalized and destroyed, the watchdog stopped: a normal end.
 void dist_finish(dist_env *d);
 
-// --rendezvous DIR and --timeout-s S, appended to specs[*n]; dist_configure takes their values.
+// --rendezvous DIR and --timeout-s S, then the fault options (dist_fault_options), appended to
+// specs[*n]; dist_configure takes the first two's values.
 typedef struct {
     const char *rendezvous;  // NULL: $RENDEZVOUS_DIR
     double timeout_s;        // DIST_TIMEOUT_S by default
 } dist_options;
-void dist_option_specs(dist_options *o, arg_spec *specs, int *n);
+void dist_option_specs(dist_options *o, dist_fault *fault, arg_spec *specs, int *n);
+
+// The second line of a --help summary: how to run several ranks, on as many GPUs or on one
+// (`ranks`: what a rank is called, "ranks" or "stages").
+#define DIST_HOW_TO_RUN(ranks)                                                                            \
+    "Several GPUs: tools/launch -n 2 PROGRAM; " ranks " on one GPU, each a node of its own (every check " \
+    "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM"
 
 // What this rank's trainer writes, made per rank in `mine` (its options, before trainer_init):
 // its own trace file (dist_rank_path, into trace_path), the JSON on rank 0 alone, and the

@@ -6,7 +6,7 @@
 #include "dist.h"
 #include "harness.h"  // harness_report_to
 
-void dist_option_specs(dist_options *o, arg_spec *specs, int *n)
+void dist_option_specs(dist_options *o, dist_fault *fault, arg_spec *specs, int *n)
 {
     o->rendezvous = NULL;
     o->timeout_s = DIST_TIMEOUT_S;
@@ -14,6 +14,7 @@ void dist_option_specs(dist_options *o, arg_spec *specs, int *n)
                                "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
     specs[(*n)++] =
         arg_double("timeout-s", &o->timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
+    dist_fault_options(fault, specs, n);
 }
 
 FILE *dist_rank_outputs(const dist_env *d, train_options *mine, char *trace_path, size_t size)

@@ -50,6 +50,11 @@ double event_ms(cudaEvent_t a, cudaEvent_t b)
     return ms;
 }
 
+void parts_ms(const cudaEvent_t *ev, int n, double *const *samples, int rep)
+{
+    for (int j = 0; j + 1 < n; j++) samples[j][rep] = event_ms(ev[j], ev[j + 1]);
+}
+
 stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstreams, int warmup,
                     int reps)
 {

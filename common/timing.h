@@ -27,6 +27,10 @@ stats stats_of(const double *samples, int n);
 // completed: the caller waits for it first (cudaEventSynchronize) where it may not be.
 double event_ms(cudaEvent_t a, cudaEvent_t b);
 
+// Repetition `rep` of a run of parts timed back to back between n events (all completed): part
+// j took event_ms(ev[j], ev[j + 1]), written into samples[j][rep].
+void parts_ms(const cudaEvent_t *ev, int n, double *const *samples, int rep);
+
 // A piece of device work to time: it issues its work on any of the streams it
 // was given and returns without synchronising.
 typedef void (*gpu_work_fn)(void *ctx);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 910647117)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2724674328)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). meet.cu: how the ranks meet; buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
@@ -22,7 +22,7 @@
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
 #include "common/kernels.h"  // defines: launch_spin
 #include "common/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc and their frees
-#include "common/timing.h"   // defines: host_now_ms, stats_of, event_ms
+#include "common/timing.h"   // defines: host_now_ms, stats_of, event_ms, parts_ms
 #include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_forward, trainer_loss_slot, trainer_take_loss,

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 801425582)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 2231694579)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
 // gradients averaged with NCCL while the backward pass is still running.
@@ -128,13 +128,9 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, data_p
                             "the lesson's own variant (both run, round-robin): all-reduce each bucket under the "
                             "backward pass, or every bucket after it");
     specs[n++] = arg_double("bucket-mib", &o->bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
-    dist_option_specs(&o->dist, specs, &n);
-    dist_fault_options(&dp->fault, specs, &n);
-    args_parse(argc, argv, d->name,
-               "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n"
-               "Several GPUs: tools/launch -n 2 PROGRAM; ranks on one GPU, each a node of its own (every check "
-               "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
-               specs, n);
+    dist_option_specs(&o->dist, &dp->fault, specs, &n);
+    const char *summary = "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n" DIST_HOW_TO_RUN("ranks");
+    args_parse(argc, argv, d->name, summary, specs, n);
     dist_configure(d, o->dist.rendezvous, o->dist.timeout_s);
     check_options(d, &o->train, dp);
 }

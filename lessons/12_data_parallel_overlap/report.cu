@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 430526690)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 1920215041)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // report.cu (lesson 12): each part alone (what the figures are made of), the checks across
 // ranks, and the report.
@@ -27,6 +27,7 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
     const bucket_plan *plan = &dp->plan;
     float *d_batch = t->d_batch[0];
     double fwd[PART_REPS], bwd[PART_REPS], upd[PART_REPS], comm[PART_REPS], one[PART_REPS];
+    double *compute_parts[3] = {fwd, bwd, upd};
     cudaEvent_t ev[4];
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventCreate(&ev[k]));
     prepare_shard(t, dp, 0, t->h_batch[0]);
@@ -41,11 +42,7 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
         for (int b = 0; b < plan->count; b++) mlp_update(&dp->averaged, plan->first[b], plan->floats[b], s);
         CUDA_CHECK(cudaEventRecord(ev[3], s));
         CUDA_CHECK(dist_event_wait(dp->dist, ev[3]));
-        if (k >= 0) {
-            fwd[k] = event_ms(ev[0], ev[1]);
-            bwd[k] = event_ms(ev[1], ev[2]);
-            upd[k] = event_ms(ev[2], ev[3]);
-        }
+        if (k >= 0) parts_ms(ev, 4, compute_parts, k);  // forward, backward, update
         line_up(dp, c);
         CUDA_CHECK(cudaEventRecord(ev[0], c));
         for (int b = 0; b < plan->count; b++) allreduce_gradients(t, dp, plan->first[b], plan->floats[b], c);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 3749667148)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 1121576101)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -194,13 +194,9 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
                             "forwards then all backwards");
     specs[n++] = arg_flag("show-schedule", &o->showing,
                           "print every stage's order of forwards and backwards and stop (no GPU; with --stages)");
-    dist_option_specs(&o->dist, specs, &n);
-    dist_fault_options(&pp->fault, specs, &n);
-    args_parse(argc, argv, d->name,
-               "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n"
-               "Several GPUs: tools/launch -n 2 PROGRAM; stages on one GPU, each a node of its own (every check "
-               "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
-               specs, n);
+    dist_option_specs(&o->dist, &pp->fault, specs, &n);
+    const char *summary = "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n" DIST_HOW_TO_RUN("stages");
+    args_parse(argc, argv, d->name, summary, specs, n);
     if (o->stages == 0) o->stages = d->world;
     check_options(d, o, pp);
 }

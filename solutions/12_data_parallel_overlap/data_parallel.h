@@ -20,7 +20,7 @@
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
 #include "common/kernels.h"  // defines: launch_spin
 #include "common/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc and their frees
-#include "common/timing.h"   // defines: host_now_ms, stats_of, event_ms
+#include "common/timing.h"   // defines: host_now_ms, stats_of, event_ms, parts_ms
 #include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_forward, trainer_loss_slot, trainer_take_loss,

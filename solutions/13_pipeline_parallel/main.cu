@@ -192,13 +192,9 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
                             "forwards then all backwards");
     specs[n++] = arg_flag("show-schedule", &o->showing,
                           "print every stage's order of forwards and backwards and stop (no GPU; with --stages)");
-    dist_option_specs(&o->dist, specs, &n);
-    dist_fault_options(&pp->fault, specs, &n);
-    args_parse(argc, argv, d->name,
-               "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n"
-               "Several GPUs: tools/launch -n 2 PROGRAM; stages on one GPU, each a node of its own (every check "
-               "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM",
-               specs, n);
+    dist_option_specs(&o->dist, &pp->fault, specs, &n);
+    const char *summary = "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n" DIST_HOW_TO_RUN("stages");
+    args_parse(argc, argv, d->name, summary, specs, n);
     if (o->stages == 0) o->stages = d->world;
     check_options(d, o, pp);
 }

@@ -18,6 +18,7 @@ void profile_parts(trainer *t, pipeline *pp, part_times *p)
     const mlp_shape *s = &t->model.shape;
     cudaStream_t c = t->compute_stream;
     double fwd[PART_REPS], bwd[PART_REPS], upd[PART_REPS];
+    double *compute_parts[3] = {fwd, bwd, upd};
     size_t first = s->w_off[st->first_layer], end = s->b_off[st->last_layer] + (size_t)s->dims[st->last_layer];
     float *act = (float *)device_alloc(sizeof(float) * st->slot_floats);
     CUDA_CHECK(cudaMemsetAsync(act, 0, sizeof(float) * st->slot_floats, c));
@@ -35,11 +36,7 @@ void profile_parts(trainer *t, pipeline *pp, part_times *p)
         mlp_update(&t->model, first, end - first, c);
         CUDA_CHECK(cudaEventRecord(ev[3], c));
         CUDA_CHECK(dist_event_wait(pp->dist, ev[3]));
-        if (k >= 0) {
-            fwd[k] = event_ms(ev[0], ev[1]);
-            bwd[k] = event_ms(ev[1], ev[2]);
-            upd[k] = event_ms(ev[2], ev[3]);
-        }
+        if (k >= 0) parts_ms(ev, 4, compute_parts, k);  // forward, backward, update
     }
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventDestroy(ev[k]));
     device_free(act);
