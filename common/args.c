@@ -20,8 +20,7 @@ arg_spec arg_int(const char *name, int *value, int min, int max, const char *met
     return s;
 }
 
-arg_spec arg_double(const char *name, double *value, double min, double max, const char *metavar,
-                    const char *help)
+arg_spec arg_double(const char *name, double *value, double min, double max, const char *metavar, const char *help)
 {
     arg_spec s = {name, ARG_DOUBLE, value, min, max, metavar, help};
     return s;
@@ -98,9 +97,7 @@ static void print_usage(const char *prog, const char *files_metavar, const char 
         format_number(s->min, lo, sizeof lo);
         format_number(s->max, hi, sizeof hi);
         switch (s->kind) {
-        case ARG_INT:
-            printf(" (%s..%s, default %d)", lo, hi, *(int *)s->value);
-            break;
+        case ARG_INT: printf(" (%s..%s, default %d)", lo, hi, *(int *)s->value); break;
         case ARG_DOUBLE:
             format_number(*(double *)s->value, def, sizeof def);
             printf(" (%s..%s, default %s)", lo, hi, def);
@@ -114,8 +111,7 @@ static void print_usage(const char *prog, const char *files_metavar, const char 
             printf(" (default %s)", word);
             break;
         }
-        case ARG_FLAG:
-            break;
+        case ARG_FLAG: break;
         }
         putchar('\n');
     }
@@ -156,8 +152,7 @@ static void set_value(const char *prog, const arg_spec *s, const char *text)
     } else if (s->kind == ARG_INT) {
         long long v;
         if (!parse_int(text, &v) || v < s->min || v > s->max)
-            usage_error(prog, "--%s expects an integer from %.0f to %.0f, got '%s'", s->name, s->min,
-                        s->max, text);
+            usage_error(prog, "--%s expects an integer from %.0f to %.0f, got '%s'", s->name, s->min, s->max, text);
         *(int *)s->value = (int)v;
     } else {
         double v;
@@ -170,14 +165,13 @@ static void set_value(const char *prog, const arg_spec *s, const char *text)
     }
 }
 
-void args_parse(int argc, char **argv, const char *prog, const char *summary,
-                const arg_spec *specs, int nspecs)
+void args_parse(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs)
 {
     args_parse_files(argc, argv, prog, summary, specs, nspecs, NULL, NULL, 0);
 }
 
-int args_parse_files(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs,
-                     int nspecs, const char *files_metavar, const char **files, int max_files)
+int args_parse_files(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs,
+                     const char *files_metavar, const char **files, int max_files)
 {
     struct option longopts[MAX_OPTIONS + 2];
     if (nspecs > MAX_OPTIONS) usage_error(prog, "internal error: too many options");

@@ -14,7 +14,7 @@ extern "C" {
 typedef enum { ARG_FLAG, ARG_INT, ARG_DOUBLE, ARG_STRING, ARG_CHOICE } arg_kind;
 
 typedef struct {
-    const char *name;     // long option name, without the dashes
+    const char *name;  // long option name, without the dashes
     arg_kind kind;
     void *value;          // int* (ARG_FLAG, ARG_INT, ARG_CHOICE), double*, or const char** (ARG_STRING)
     double min, max;      // inclusive range for ARG_INT and ARG_DOUBLE
@@ -23,8 +23,7 @@ typedef struct {
 } arg_spec;
 
 arg_spec arg_int(const char *name, int *value, int min, int max, const char *metavar, const char *help);
-arg_spec arg_double(const char *name, double *value, double min, double max, const char *metavar,
-                    const char *help);
+arg_spec arg_double(const char *name, double *value, double min, double max, const char *metavar, const char *help);
 arg_spec arg_flag(const char *name, int *value, const char *help);
 arg_spec arg_string(const char *name, const char **value, const char *metavar, const char *help);
 // One of the words in `words` ("a|b|c"): *value becomes its index (a = 0).
@@ -34,13 +33,12 @@ arg_spec arg_choice(const char *name, int *value, const char *words, const char 
 // usage on stdout and exits 0; on a bad option prints one line on stderr
 // ("prog: --streams expects an integer from 1 to 32, got 'abc'") and exits with
 // EXIT_USAGE. `summary` is the one-line description shown by --help.
-void args_parse(int argc, char **argv, const char *prog, const char *summary,
-                const arg_spec *specs, int nspecs);
+void args_parse(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs);
 
 // As args_parse, and collects up to max_files arguments that are not options
 // (file names) into files[], in order; more is a usage error. Returns how many.
-int args_parse_files(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs,
-                     int nspecs, const char *files_metavar, const char **files, int max_files);
+int args_parse_files(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs,
+                     const char *files_metavar, const char **files, int max_files);
 
 // Reads a whole number or a finite number: 1 on success, 0 when `text` is not one.
 int parse_int(const char *text, long long *out);

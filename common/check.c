@@ -11,6 +11,5 @@ void check_fail(const char *expr, const char *file, int line, const char *name, 
 
 void check_message(char *buf, size_t size, const char *expr, const char *file, int line, cudaError_t err)
 {
-    snprintf(buf, size, "%s:%d: %s failed: %s (%s)", file, line, expr, cudaGetErrorName(err),
-             cudaGetErrorString(err));
+    snprintf(buf, size, "%s:%d: %s failed: %s (%s)", file, line, expr, cudaGetErrorName(err), cudaGetErrorString(err));
 }

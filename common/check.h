@@ -28,10 +28,10 @@ void check_fail(const char *expr, const char *file, int line, const char *name, 
 // Checks a call that returns a status: its type, its success value, the call as
 // written (#expr, in the macro the lesson types, before any macro in it expands),
 // and the functions that name the status and describe it.
-#define CHECK_STATUS(status_type, success, expr, text, name_of, string_of)                     \
-    do {                                                                                      \
-        status_type check_status_ = (expr);                                                   \
-        if (check_status_ != (success))                                                       \
+#define CHECK_STATUS(status_type, success, expr, text, name_of, string_of)                          \
+    do {                                                                                            \
+        status_type check_status_ = (expr);                                                         \
+        if (check_status_ != (success))                                                             \
             check_fail(text, __FILE__, __LINE__, name_of(check_status_), string_of(check_status_)); \
     } while (0)
 

@@ -17,10 +17,7 @@ uint64_t hash_mix(uint64_t z)  // splitmix64's finaliser
     return z ^ (z >> 31);
 }
 
-float hash_uniform(uint64_t key)
-{
-    return (float)(hash_mix(key) >> 40) * (2.0f / 16777216.0f) - 1.0f;
-}
+float hash_uniform(uint64_t key) { return (float)(hash_mix(key) >> 40) * (2.0f / 16777216.0f) - 1.0f; }
 
 void dataset_init(dataset *d, int batch, int in_dim, int out_dim, int prep_work, uint64_t seed)
 {

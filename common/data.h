@@ -16,10 +16,10 @@ extern "C" {
 #endif
 
 typedef struct {
-    int batch;       // samples per batch
-    int in_dim;      // features per sample
-    int out_dim;     // targets per sample
-    int prep_work;   // smoothing rounds per sample: scales the host's work per batch
+    int batch;      // samples per batch
+    int in_dim;     // features per sample
+    int out_dim;    // targets per sample
+    int prep_work;  // smoothing rounds per sample: scales the host's work per batch
     uint64_t seed;
     float *teacher;  // out_dim x in_dim, row-major, fixed by the seed
 } dataset;

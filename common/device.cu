@@ -57,16 +57,14 @@ void gpu_open(const char *prog, device_info *info)
 
 void device_report(FILE *out, const device_info *d)
 {
-    fprintf(out, "device: %s (compute capability %d.%d, %d SMs, %.1f GiB)\n", d->name, d->cc_major,
-            d->cc_minor, d->sms, d->mem_total / 1073741824.0);
+    fprintf(out, "device: %s (compute capability %d.%d, %d SMs, %.1f GiB)\n", d->name, d->cc_major, d->cc_minor, d->sms,
+            d->mem_total / 1073741824.0);
     fprintf(out, "  copy engines: %d (%s)\n", d->copy_engines,
             d->copy_engines >= 2   ? "host-to-device and device-to-host copies can run at once"
             : d->copy_engines == 1 ? "copies in the two directions take turns"
                                    : "no copy/kernel overlap");
     fprintf(out, "  concurrent kernels: %s\n", d->concurrent_kernels ? "yes" : "no");
-    fprintf(out, "  stream priorities: %d (lowest) to %d (highest)\n", d->priority_least,
-            d->priority_greatest);
-    fprintf(out, "  driver %d.%d, runtime %d.%d\n", d->driver_version / 1000,
-            (d->driver_version % 1000) / 10, d->runtime_version / 1000,
-            (d->runtime_version % 1000) / 10);
+    fprintf(out, "  stream priorities: %d (lowest) to %d (highest)\n", d->priority_least, d->priority_greatest);
+    fprintf(out, "  driver %d.%d, runtime %d.%d\n", d->driver_version / 1000, (d->driver_version % 1000) / 10,
+            d->runtime_version / 1000, (d->runtime_version % 1000) / 10);
 }

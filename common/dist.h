@@ -63,22 +63,22 @@ typedef enum { DIST_ALONE, DIST_LAUNCH, DIST_MPIRUN, DIST_SRUN } dist_launcher;
 
 typedef struct {
     const char *prog;
-    char name[128];           // "PROG rank R" with several ranks, PROG alone: how messages begin
-    int rank, world;          // this process is rank `rank` of `world`
-    int local_rank;           // on this machine: its GPU
-    int local_world;          // ranks on this machine (0: the launcher did not say)
+    char name[128];   // "PROG rank R" with several ranks, PROG alone: how messages begin
+    int rank, world;  // this process is rank `rank` of `world`
+    int local_rank;   // on this machine: its GPU
+    int local_world;  // ranks on this machine (0: the launcher did not say)
     dist_launcher launcher;
-    int simulate_asked;       // tools/launch --simulate-nodes said so (SIMULATED_NODES=1)
-    char folder[1024];        // the rendezvous folder ("" with one rank and none given)
-    char run[64];             // names this run's files in the folder: RUN_ID, the job's, or "run"
+    int simulate_asked;  // tools/launch --simulate-nodes said so (SIMULATED_NODES=1)
+    char folder[1024];   // the rendezvous folder ("" with one rank and none given)
+    char run[64];        // names this run's files in the folder: RUN_ID, the job's, or "run"
     double timeout_s;
-    double started_s;         // this process's start (wall clock)
+    double started_s;  // this process's start (wall clock)
 
     // after dist_connect
-    ncclComm_t comm;          // the parent communicator, every rank in it; NULL before
-    char fingerprint[17];     // this run's own: a hash of NCCL's unique id ("" before)
-    int gpus;                 // distinct GPUs the ranks run on (host name and GPU UUID)
-    int simulated;            // simulated nodes: several ranks share a GPU, or the launcher said so
+    ncclComm_t comm;       // the parent communicator, every rank in it; NULL before
+    char fingerprint[17];  // this run's own: a hash of NCCL's unique id ("" before)
+    int gpus;              // distinct GPUs the ranks run on (host name and GPU UUID)
+    int simulated;         // simulated nodes: several ranks share a GPU, or the launcher said so
 
     // every communicator this rank holds, the parent first: watched and aborted together
     ncclComm_t comms[DIST_MAX_COMMS];
@@ -86,14 +86,14 @@ typedef struct {
     int ncomms;
 
     // the NCCL call in progress, for the watchdog thread (read and written atomically)
-    const char *inside;       // the call as written, or NULL
+    const char *inside;  // the call as written, or NULL
     long long inside_since_ns;
     pthread_t watchdog;
     int watchdog_running;
 
-    int connecting;           // dist_connect has begun: an early exit from now on leaves a note
-    int stopping;             // dist_fail, dist_abort or the watchdog is stopping this rank
-    int finished;             // dist_finish ran: a normal end, no note
+    int connecting;  // dist_connect has begun: an early exit from now on leaves a note
+    int stopping;    // dist_fail, dist_abort or the watchdog is stopping this rank
+    int finished;    // dist_finish ran: a normal end, no note
 } dist_env;
 
 // Reads the launcher's environment (exit code 2 when its values do not add up) and names the
@@ -137,10 +137,10 @@ void dist_connected(dist_env *d, ncclComm_t comm);
 cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event);
 
 // Checks an NCCL call on any of d's communicators, the watchdog watching it while it runs.
-#define NCCL_CHECK(d, expr)                                                  \
-    do {                                                                     \
-        dist_enter_((d), #expr);                                             \
-        dist_check_nccl_((d), (expr), #expr, __FILE__, __LINE__);            \
+#define NCCL_CHECK(d, expr)                                       \
+    do {                                                          \
+        dist_enter_((d), #expr);                                  \
+        dist_check_nccl_((d), (expr), #expr, __FILE__, __LINE__); \
     } while (0)
 void dist_enter_(dist_env *d, const char *expr);
 void dist_check_nccl_(dist_env *d, ncclResult_t result, const char *expr, const char *file, int line);
@@ -190,8 +190,8 @@ typedef struct {
     int rank, at_batch;  // -1: no failure
     int how;             // dist_fault_how
 } dist_fault;
-void dist_fault_options(dist_fault *f, arg_spec *specs, int *n);  // adds the three options
-void dist_fault_check(const dist_env *d, const dist_fault *f, int batches);  // usage errors: exit code 2
+void dist_fault_options(dist_fault *f, arg_spec *specs, int *n);                            // adds the three options
+void dist_fault_check(const dist_env *d, const dist_fault *f, int batches);                 // usage errors: exit code 2
 void dist_fault_inject(dist_env *d, const dist_fault *f, long batch, cudaStream_t stream);  // at batch N, on rank R
 
 // Gathers `bytes` bytes from every rank into all[] (rank r's at all + r * bytes), on `stream`,

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>  // gethostname
 
-#include "check.h"   // CUDA_CHECK
+#include "check.h"  // CUDA_CHECK
 #include "dist.h"
 #include "dist_parts.h"
 #include "memory.h"  // device_alloc, pinned_alloc, host_calloc and their frees

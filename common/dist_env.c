@@ -5,8 +5,8 @@
 #include <string.h>
 #include <sys/stat.h>  // stat: the folder
 
-#include "args.h"        // parse_int, usage_error
-#include "check.h"       // CUDA_CHECK
+#include "args.h"   // parse_int, usage_error
+#include "check.h"  // CUDA_CHECK
 #include "dist.h"
 #include "dist_parts.h"  // dist_wall_s, dist_note_early_exit
 #include "exit_codes.h"  // EXIT_NO_GPU
@@ -30,8 +30,8 @@ static void safe_copy(char *out, size_t size, const char *text)
     size_t n = 0;
     for (; text && *text && n + 1 < size; text++) {
         char c = *text;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                 c == '_' || c == '-';
+        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+                 c == '-';
         out[n++] = ok ? c : '_';
     }
     out[n] = '\0';
@@ -98,13 +98,14 @@ void dist_init(dist_env *d, const char *prog)
     d->started_s = dist_wall_s();
     placement p;
     d->launcher = read_launcher(prog, &p, d->run, sizeof d->run);
-    if (p.rank >= p.world) usage_error(prog, "rank %d is not below the world size %d (the launcher's environment)", p.rank, p.world);
+    if (p.rank >= p.world)
+        usage_error(prog, "rank %d is not below the world size %d (the launcher's environment)", p.rank, p.world);
     if (p.local_world && p.local >= p.local_world)
         usage_error(prog, "LOCAL_RANK %d is not below LOCAL_WORLD_SIZE %d (the launcher's environment)", p.local,
                     p.local_world);
     if (p.local_world > p.world)
-        usage_error(prog, "LOCAL_WORLD_SIZE %d is larger than WORLD_SIZE %d (the launcher's environment)", p.local_world,
-                    p.world);
+        usage_error(prog, "LOCAL_WORLD_SIZE %d is larger than WORLD_SIZE %d (the launcher's environment)",
+                    p.local_world, p.world);
     d->rank = p.rank;
     d->world = p.world;
     d->local_rank = p.local;
@@ -136,8 +137,10 @@ void dist_configure(dist_env *d, const char *folder, double timeout_s)
         if (strlen(folder) >= sizeof d->folder - 64) usage_error(d->name, "%s %s: the path is too long", from, folder);
         snprintf(d->folder, sizeof d->folder, "%s", folder);
     } else if (d->world > 1) {
-        usage_error(d->name, "%d ranks need a rendezvous folder that every rank sees: --rendezvous DIR or "
-                             "RENDEZVOUS_DIR (tools/launch makes one)", d->world);
+        usage_error(d->name,
+                    "%d ranks need a rendezvous folder that every rank sees: --rendezvous DIR or "
+                    "RENDEZVOUS_DIR (tools/launch makes one)",
+                    d->world);
     }
 }
 
@@ -147,8 +150,9 @@ void dist_select_device(dist_env *d)
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return;  // gpu_open says why (exit code 3)
     int need = d->local_world > 0 ? d->local_world : d->local_rank + 1;
     if (need > count) {
-        fprintf(stderr, "%s: no usable GPU for this rank: %d ranks on this machine need as many GPUs, %d visible "
-                        "(tools/launch --simulate-nodes runs them on one GPU, each a node of its own)\n",
+        fprintf(stderr,
+                "%s: no usable GPU for this rank: %d ranks on this machine need as many GPUs, %d visible "
+                "(tools/launch --simulate-nodes runs them on one GPU, each a node of its own)\n",
                 d->name, need, count);
         exit(EXIT_NO_GPU);
     }
@@ -175,7 +179,10 @@ void dist_nccl_version(char *out, size_t size)
 
 const char *dist_launcher_name(dist_launcher l)
 {
-    return l == DIST_LAUNCH ? "tools/launch or torchrun" : l == DIST_MPIRUN ? "mpirun" : l == DIST_SRUN ? "srun" : "none";
+    return l == DIST_LAUNCH   ? "tools/launch or torchrun"
+           : l == DIST_MPIRUN ? "mpirun"
+           : l == DIST_SRUN   ? "srun"
+                              : "none";
 }
 
 void dist_describe(const dist_env *d, FILE *out)

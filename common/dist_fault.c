@@ -22,14 +22,15 @@ void dist_fault_check(const dist_env *d, const dist_fault *f, int batches)
         usage_error(d->name, "--fail-rank and --fail-at-batch go together: which rank fails, and at which batch");
     if (f->rank >= d->world)
         usage_error(d->name, "--fail-rank %d: there are %d ranks (0 to %d)", f->rank, d->world, d->world - 1);
-    if (f->at_batch >= batches) usage_error(d->name, "--fail-at-batch %d: the run has %d batches", f->at_batch, batches);
+    if (f->at_batch >= batches)
+        usage_error(d->name, "--fail-at-batch %d: the run has %d batches", f->at_batch, batches);
 }
 
 void dist_fault_inject(dist_env *d, const dist_fault *f, long batch, cudaStream_t stream)
 {
     if (d->rank != f->rank || batch != f->at_batch) return;
     if (f->how == DIST_FAULT_HANG)
-        dist_hang(d, stream, "hanging at batch %ld as asked (--fail-rank %d --fail-at-batch %d --fail-how hang)",
-                  batch, f->rank, f->at_batch);
+        dist_hang(d, stream, "hanging at batch %ld as asked (--fail-rank %d --fail-at-batch %d --fail-how hang)", batch,
+                  f->rank, f->at_batch);
     dist_fail(d, "stopping at batch %ld as asked (--fail-rank %d --fail-at-batch %d)", batch, f->rank, f->at_batch);
 }

@@ -12,8 +12,8 @@ void dist_option_specs(dist_options *o, dist_fault *fault, arg_spec *specs, int 
     o->timeout_s = DIST_TIMEOUT_S;
     specs[(*n)++] = arg_string("rendezvous", &o->rendezvous, "DIR",
                                "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
-    specs[(*n)++] =
-        arg_double("timeout-s", &o->timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
+    specs[(*n)++] = arg_double("timeout-s", &o->timeout_s, 1, 3600, "S",
+                               "give up waiting for another rank after this long");
     dist_fault_options(fault, specs, n);
 }
 

@@ -22,7 +22,7 @@ void dist_nap_ms(int ms);
 void dist_remove_id(const dist_env *d);
 void dist_write_note(const dist_env *d, const char *message);
 int dist_failed_rank(const dist_env *d, char *message, size_t size);  // the lowest other rank's note, or -1
-void dist_note_early_exit(dist_env *d);  // registers the atexit handler that leaves a note
+void dist_note_early_exit(dist_env *d);                               // registers the atexit handler that leaves a note
 
 // dist_watch.c: what every wait checks; how a rank stops (only one of the main thread and the
 // watchdog says why: the one that claims the stop first)

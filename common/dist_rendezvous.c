@@ -28,7 +28,10 @@
 
 static dist_env *at_exit_rank;  // the process's one rank, for the note of an early exit
 
-static void id_path(const dist_env *d, char *out, size_t size) { snprintf(out, size, "%s/nccl-id.%s", d->folder, d->run); }
+static void id_path(const dist_env *d, char *out, size_t size)
+{
+    snprintf(out, size, "%s/nccl-id.%s", d->folder, d->run);
+}
 
 static void note_path(const dist_env *d, int rank, char *out, size_t size)
 {
@@ -68,7 +71,8 @@ void dist_write_id(dist_env *d, const ncclUniqueId *id)
     if (d->world == 1) return;
     char path[1200], text[2 * sizeof id->internal + 64];
     size_t n = 0;
-    for (size_t k = 0; k < sizeof id->internal; k++) n += (size_t)sprintf(text + n, "%02x", (unsigned char)id->internal[k]);
+    for (size_t k = 0; k < sizeof id->internal; k++)
+        n += (size_t)sprintf(text + n, "%02x", (unsigned char)id->internal[k]);
     snprintf(text + n, sizeof text - n, " %.3f %d\n", dist_wall_s(), d->world);
     id_path(d, path, sizeof path);
     if (write_whole(path, text) != 0) dist_fail(d, "cannot write %s: %s", path, strerror(errno));
@@ -109,14 +113,17 @@ void dist_read_id(dist_env *d, ncclUniqueId *id)
         if (dist_failed_rank(d, message, sizeof message) >= 0)
             dist_abort(d, "noticed while waiting for rank 0's NCCL id");
         if (dist_mono_s() - since > d->timeout_s)
-            dist_abort(d, "rank 0's NCCL id did not appear in %s within %.0f s%s: is rank 0 running, and does it see "
-                          "the same folder? (--timeout-s)", path, d->timeout_s,
-                       stale ? " (an earlier run's id is there, and was skipped)" : "");
+            dist_abort(d,
+                       "rank 0's NCCL id did not appear in %s within %.0f s%s: is rank 0 running, and does it see "
+                       "the same folder? (--timeout-s)",
+                       path, d->timeout_s, stale ? " (an earlier run's id is there, and was skipped)" : "");
         dist_nap_ms(ID_POLL_MS);
     }
     if (world != d->world)
-        usage_error(d->name, "%s: the run whose id is there has %d ranks, this rank was started as one of %d (two runs "
-                             "in one folder under one RUN_ID?)", path, world, d->world);
+        usage_error(d->name,
+                    "%s: the run whose id is there has %d ranks, this rank was started as one of %d (two runs "
+                    "in one folder under one RUN_ID?)",
+                    path, world, d->world);
     fingerprint_of(id, d->fingerprint, sizeof d->fingerprint);
 }
 

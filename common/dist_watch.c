@@ -18,12 +18,12 @@
 #include <time.h>    // clock_gettime, nanosleep
 #include <unistd.h>  // _exit
 
-#include "check.h"    // CUDA_CHECK
+#include "check.h"  // CUDA_CHECK
 #include "dist.h"
 #include "dist_parts.h"
 #include "kernels.h"  // launch_spin
 
-#define NOTE_EVERY_S 0.05     // how often a polled wait looks for the others' failure notes
+#define NOTE_EVERY_S 0.05        // how often a polled wait looks for the others' failure notes
 #define HANG_NS 3600000000000LL  // dist_hang's kernel: an hour
 
 double dist_wall_s(void)
@@ -155,8 +155,10 @@ static watch watch_start(const char *what)
 static void give_up(dist_env *d, const char *what)
 {
     char message[300];
-    snprintf(message, sizeof message, "nothing happened for %.0f s while %s: a rank may have died or hung without "
-                                      "a note (--timeout-s)", d->timeout_s, what);
+    snprintf(message, sizeof message,
+             "nothing happened for %.0f s while %s: a rank may have died or hung without "
+             "a note (--timeout-s)",
+             d->timeout_s, what);
     dist_write_note(d, message);
     dist_abort(d, "%s", message);
 }
@@ -181,7 +183,8 @@ static ncclResult_t comms_state(dist_env *d, int *which)
     for (int k = 0; k < d->ncomms; k++) {
         ncclResult_t state = ncclSuccess;
         ncclResult_t r = ncclCommGetAsyncError(d->comms[k], &state);
-        if (r != ncclSuccess) dist_abort(d, "ncclCommGetAsyncError on %s failed: %s", d->comm_names[k], ncclGetErrorString(r));
+        if (r != ncclSuccess)
+            dist_abort(d, "ncclCommGetAsyncError on %s failed: %s", d->comm_names[k], ncclGetErrorString(r));
         if (state != ncclSuccess && state != ncclInProgress) {
             *which = k;
             return state;
@@ -196,8 +199,8 @@ static void watch_others(dist_env *d, watch *w)
     int k = 0;
     ncclResult_t state = comms_state(d, &k);
     if (state != ncclSuccess && state != ncclInProgress)
-        dist_abort(d, "NCCL reported %s on %s while this rank was %s (%s)", ncclGetErrorString(state),
-                   d->comm_names[k], w->what, ncclGetLastError(d->comms[k]));
+        dist_abort(d, "NCCL reported %s on %s while this rank was %s (%s)", ncclGetErrorString(state), d->comm_names[k],
+                   w->what, ncclGetLastError(d->comms[k]));
     watch_notes_and_time(d, w);
 }
 
@@ -262,7 +265,8 @@ void dist_check_nccl_(dist_env *d, ncclResult_t result, const char *expr, const 
     __atomic_store_n(&d->inside, (const char *)NULL, __ATOMIC_RELEASE);  // back: the main thread watches again
     if (result == ncclInProgress) result = dist_wait_issued(d, "NCCL issued a call");
     if (result != ncclSuccess)
-        dist_abort(d, "%s:%d: %s failed: %s (%s)", file, line, expr, ncclGetErrorString(result), ncclGetLastError(d->comm));
+        dist_abort(d, "%s:%d: %s failed: %s (%s)", file, line, expr, ncclGetErrorString(result),
+                   ncclGetLastError(d->comm));
 }
 
 void dist_split_ready(dist_env *d, ncclComm_t *child, const char *name)

@@ -40,8 +40,10 @@ static void *watchdog_main(void *arg)
             watchdog_end(d, "noticed while inside %s", what);
         else if (in > d->timeout_s) {
             char message[300];
-            snprintf(message, sizeof message, "nothing happened for %.0f s while inside %s: a rank may have died or "
-                                              "hung without a note (--timeout-s)", d->timeout_s, what);
+            snprintf(message, sizeof message,
+                     "nothing happened for %.0f s while inside %s: a rank may have died or "
+                     "hung without a note (--timeout-s)",
+                     d->timeout_s, what);
             dist_write_note(d, message);
             watchdog_end(d, "%s", message);
         }

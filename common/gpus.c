@@ -38,8 +38,9 @@ int gpu_count(char *why, size_t size)
         char d[16] = "?", r[16] = "?";
         if (cudaDriverGetVersion(&driver) == cudaSuccess && driver > 0) version_text(driver, d, sizeof d);
         if (cudaRuntimeGetVersion(&runtime) == cudaSuccess) version_text(runtime, r, sizeof r);
-        snprintf(why, size, "the NVIDIA driver supports CUDA %s, older than this build's runtime (CUDA %s): update the driver",
-                 d, r);
+        snprintf(why, size,
+                 "the NVIDIA driver supports CUDA %s, older than this build's runtime (CUDA %s): update the driver", d,
+                 r);
     } else if (err == cudaSuccess || err == cudaErrorNoDevice) {
         if (visible)
             snprintf(why, size, "the NVIDIA driver sees no GPU that CUDA_VISIBLE_DEVICES='%s' lets this process use",

@@ -1,7 +1,7 @@
 // graphs.c: a CUDA graph's nodes counted by type (graphs.h).
 #include <stdlib.h>
 
-#include "check.h"   // CUDA_CHECK
+#include "check.h"  // CUDA_CHECK
 #include "graphs.h"
 #include "memory.h"  // host_calloc
 

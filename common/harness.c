@@ -37,8 +37,8 @@ static stage_times profile_stages(trainer *t, const harness_extras *x)
         dataset_prepare(&t->data, batch, t->h_batch[0]);
         double t1 = host_now_ms();
         CUDA_CHECK(cudaEventRecord(a, t->copy_stream));
-        CUDA_CHECK(cudaMemcpyAsync(t->d_batch[0], t->h_batch[0], t->batch_bytes, cudaMemcpyHostToDevice,
-                                   t->copy_stream));
+        CUDA_CHECK(
+            cudaMemcpyAsync(t->d_batch[0], t->h_batch[0], t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
         CUDA_CHECK(cudaEventRecord(b, t->copy_stream));
         CUDA_CHECK(cudaEventSynchronize(b));
         double copy = event_ms(a, b);

@@ -31,7 +31,7 @@ typedef int (*train_loop_fn)(trainer *t, void *ctx);
 typedef struct {
     const char *name;  // "spin", "graph": JSON keys NAME_step_ms...; the timeline's phase of any but the first
     train_loop_fn loop;
-    void *ctx;         // the lesson's state, passed to the loop
+    void *ctx;  // the lesson's state, passed to the loop
 } train_variant;
 
 #define HARNESS_MAX_VARIANTS 4

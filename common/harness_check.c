@@ -54,7 +54,8 @@ void harness_check_run(trainer *t, const reference *ref, const char *name, int k
     } else if (lsum != vd->first_losses || wsum != vd->first_weights) {
         vd->identical = 0;
     }
-    if (!bad && wsum != ref->weights_sum) snprintf(problem, sizeof problem, "the losses match but the final weights differ");
+    if (!bad && wsum != ref->weights_sum)
+        snprintf(problem, sizeof problem, "the losses match but the final weights differ");
     vd->runs++;
     if (!problem[0]) return;
     vd->match = 0;

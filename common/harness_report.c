@@ -62,8 +62,7 @@ void harness_print_results(trainer *t, const stage_times *st, variant_result *r,
     for (int k = 0; k < nr; k++)
         fprintf(out, "  %-16s %8.3f  (%6.3f - %6.3f) %6.3f %7.2f %7.3f %7.3f %7.3f %7.3f %6ld %6ld\n", r[k].name,
                 r[k].step.median, r[k].step.min, r[k].step.max, r[k].bound_ms, r[k].bound_ms / r[k].step.median,
-                r[k].prep.median, r[k].issue.median, r[k].blocked.median, r[k].cpu.median, r[k].syncs,
-                r[k].slot_waits);
+                r[k].prep.median, r[k].issue.median, r[k].blocked.median, r[k].cpu.median, r[k].syncs, r[k].slot_waits);
     fprintf(out, "  bound = max(host, copy, GPU step); host = %s\n",
             t->opt.workers ? "max(prep / loader threads, the main thread's own work)"
                            : "the main thread's own work (prep + issue)");
@@ -74,9 +73,8 @@ void harness_print_results(trainer *t, const stage_times *st, variant_result *r,
     fprintf(out, "  bit-identical to the synchronous reference run: %s\n", vd->match ? "yes" : "NO");
     if (vd->bad_runs) fprintf(out, "  %ld runs failed; the first: %s\n", vd->bad_runs, vd->first_problem);
     if (!vd->identical) fprintf(out, "  the runs did NOT all give the same bits\n");
-    fprintf(out, "losses: first %.6f, last %.6f; checksums: losses %016llx, weights %016llx\n",
-            vd->lesson_losses[0], vd->lesson_losses[n - 1], (unsigned long long)vd->first_losses,
-            (unsigned long long)vd->first_weights);
+    fprintf(out, "losses: first %.6f, last %.6f; checksums: losses %016llx, weights %016llx\n", vd->lesson_losses[0],
+            vd->lesson_losses[n - 1], (unsigned long long)vd->first_losses, (unsigned long long)vd->first_weights);
     fprintf(out, "memory: device %.1f MiB, pinned host %.2f MiB\n", device_bytes_peak() / 1048576.0,
             pinned_bytes_peak() / 1048576.0);
 }
@@ -100,8 +98,7 @@ static void json_variant(json_writer *js, const char *prefix, const variant_resu
 #undef KEY
 }
 
-void harness_write_json(trainer *t, const stage_times *st, variant_result *r, int nr, const verdict *vd,
-                        double cpu_rel)
+void harness_write_json(trainer *t, const stage_times *st, variant_result *r, int nr, const verdict *vd, double cpu_rel)
 {
     json_writer *js = &t->js;
     const train_options *o = &t->opt;

@@ -32,4 +32,3 @@ size_t host_memory_bytes(void)
     long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
     return pages > 0 && size > 0 ? (size_t)pages * (size_t)size : 0;
 }
-

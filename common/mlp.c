@@ -49,18 +49,19 @@ static void matmul(const double *w, const double *x, double *y, int rows, int co
         }
 }
 
-void mlp_cpu_reference(const mlp_shape *s, float lr, uint64_t seed, const dataset *data, int batches,
-                       double *losses)
+void mlp_cpu_reference(const mlp_shape *s, float lr, uint64_t seed, const dataset *data, int batches, double *losses)
 {
     int L = s->layers, B = s->batch;
     float *init = host_alloc(sizeof(float) * s->nparams, "the CPU reference");
     mlp_init_params(s, seed, init);
-    double *p = host_alloc(sizeof(double) * s->nparams, "the CPU reference"), *g = host_alloc(sizeof(double) * s->nparams, "the CPU reference");
+    double *p = host_alloc(sizeof(double) * s->nparams, "the CPU reference"),
+           *g = host_alloc(sizeof(double) * s->nparams, "the CPU reference");
     for (size_t k = 0; k < s->nparams; k++) p[k] = init[k];
     double *act[MLP_MAX_LAYERS + 1];
     for (int l = 0; l <= L; l++) act[l] = host_alloc(sizeof(double) * (size_t)s->dims[l] * B, "the CPU reference");
     size_t big = (size_t)(s->max_dim > s->dims[0] ? s->max_dim : s->dims[0]) * B;
-    double *delta = host_alloc(sizeof(double) * big, "the CPU reference"), *prev = host_alloc(sizeof(double) * big, "the CPU reference");
+    double *delta = host_alloc(sizeof(double) * big, "the CPU reference"),
+           *prev = host_alloc(sizeof(double) * big, "the CPU reference");
     float *batch = host_alloc(sizeof(float) * (size_t)dataset_batch_floats(data), "the CPU reference");
 
     for (int i = 0; i < batches; i++) {

@@ -21,13 +21,13 @@ extern "C" {
 #define MLP_MAX_LAYERS 9  // weight layers: up to 8 hidden layers and the output layer
 
 typedef struct {
-    int layers;                      // L, weight layers
-    int dims[MLP_MAX_LAYERS + 1];    // dims[0] = input features, dims[L] = outputs
+    int layers;                    // L, weight layers
+    int dims[MLP_MAX_LAYERS + 1];  // dims[0] = input features, dims[L] = outputs
     int batch;
     size_t w_off[MLP_MAX_LAYERS + 1];  // where W_l (dims[l] x dims[l-1], column-major) starts
     size_t b_off[MLP_MAX_LAYERS + 1];  // where b_l (dims[l]) starts
     size_t nparams;
-    int max_dim;                     // largest of dims[1..L]
+    int max_dim;  // largest of dims[1..L]
 } mlp_shape;
 
 void mlp_shape_init(mlp_shape *s, int in_dim, int hidden, int hidden_layers, int out_dim, int batch);
@@ -38,8 +38,7 @@ void mlp_init_params(const mlp_shape *s, uint64_t seed, float *params);
 // Trains on the CPU in double precision for `batches` batches of `data` and
 // writes each batch's loss (the loss before that batch's update). Slow: for the
 // tests' small configurations.
-void mlp_cpu_reference(const mlp_shape *s, float lr, uint64_t seed, const dataset *data, int batches,
-                       double *losses);
+void mlp_cpu_reference(const mlp_shape *s, float lr, uint64_t seed, const dataset *data, int batches, double *losses);
 
 #ifdef __cplusplus
 }

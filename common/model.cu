@@ -144,8 +144,8 @@ void mlp_forward_layer(mlp_model *m, int l, const float *in, float *out, int col
     cublasHandle_t h = handle_on(m, 0, stream);
     const float one = 1.0f, zero = 0.0f;
     int rows = s->dims[l], inner = s->dims[l - 1];
-    CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, rows, cols, inner, &one, m->d_params + s->w_off[l], rows,
-                             in, inner, &zero, out, rows));
+    CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, rows, cols, inner, &one, m->d_params + s->w_off[l], rows, in,
+                             inner, &zero, out, rows));
     size_t n = (size_t)rows * cols;
     bias_act_kernel<<<grid_for(n), 256, 0, stream>>>(out, m->d_params + s->b_off[l], rows, n, l < s->layers);
     CUDA_CHECK(cudaGetLastError());
@@ -164,8 +164,8 @@ void mlp_loss(mlp_model *m, const float *y, const float *t, float *dy, float *lo
     CUDA_CHECK(cudaGetLastError());
 }
 
-void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols,
-                        int accumulate, cudaStream_t stream)
+void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols, int accumulate,
+                        cudaStream_t stream)
 {
     const mlp_shape *s = &m->shape;
     cublasHandle_t h = handle_on(m, 1, stream);

@@ -25,8 +25,8 @@ typedef struct {
     float *d_act[MLP_MAX_LAYERS + 1];  // outputs of layer l (d_act[0] unused: the input is the batch)
     float *d_delta[2];                 // back-propagated errors, ping-pong
     void *d_workspace[2];
-    cublasHandle_t handle[2];          // [0] forward, [1] backward
-    cudaStream_t bound[2];             // the stream each handle is set to
+    cublasHandle_t handle[2];  // [0] forward, [1] backward
+    cudaStream_t bound[2];     // the stream each handle is set to
 } mlp_model;
 
 // Device bytes mlp_model_create will allocate, for checking that a size fits first.
@@ -57,8 +57,8 @@ void mlp_loss(mlp_model *m, const float *y, const float *t, float *dy, float *lo
 // layer l's gradients from its error `delta` (dims[l] x cols) and its input `in`,
 // added to the gradients already there when `accumulate`; and, when prev is not
 // NULL, the error of the layer below (its output is `in`), masked by its ReLU;
-void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols,
-                        int accumulate, cudaStream_t stream);
+void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols, int accumulate,
+                        cudaStream_t stream);
 // the SGD update of params [first, first + count).
 void mlp_update(mlp_model *m, size_t first, size_t count, cudaStream_t stream);
 

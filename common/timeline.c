@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const RANGE_NAMES[TL_RANGE_KINDS] = {"host", "phase", "prep", "issue", "sync", "slot_wait",
-                                                        "loader_wait"};
+static const char *const RANGE_NAMES[TL_RANGE_KINDS] = {"host", "phase",     "prep",       "issue",
+                                                        "sync", "slot_wait", "loader_wait"};
 
 const char *tl_range_name(tl_range r) { return r >= 0 && r < TL_RANGE_KINDS ? RANGE_NAMES[r] : "host"; }
 
@@ -92,8 +92,7 @@ static int prep_start(const timeline *t, int batch, uint64_t lo, uint64_t hi, ui
 {
     for (int i = 0; i < t->nevents; i++) {
         const tl_event *e = &t->events[i];
-        if (e->kind == TL_HOST && e->range == TL_RANGE_PREP && e->batch == batch && e->start >= lo &&
-            e->start < hi) {
+        if (e->kind == TL_HOST && e->range == TL_RANGE_PREP && e->batch == batch && e->start >= lo && e->start < hi) {
             *at = e->start;
             return 1;
         }
@@ -120,6 +119,5 @@ int tl_comm_kernel(const char *name)
 
 int tl_library_kernel(const char *name)
 {
-    return strstr(name, "gemm") || strstr(name, "splitK") || strstr(name, "cutlass") ||
-           strncmp(name, "Kernel", 6) == 0;
+    return strstr(name, "gemm") || strstr(name, "splitK") || strstr(name, "cutlass") || strncmp(name, "Kernel", 6) == 0;
 }

@@ -66,7 +66,7 @@ typedef struct {
 typedef struct {
     char name[TL_NAME];
     tl_track_kind kind;
-    int process;           // index into timeline.processes: one per rank when traces are merged
+    int process;  // index into timeline.processes: one per rank when traces are merged
 } tl_track;
 
 typedef struct {
@@ -74,13 +74,13 @@ typedef struct {
     int ntracks;
     tl_event *events;
     int nevents, capacity;
-    long long dropped;     // records CUPTI could not deliver
+    long long dropped;  // records CUPTI could not deliver
     char program[TL_NAME];
     char processes[TL_MAX_PROCESSES][TL_NAME];  // process 0 is the program itself
     int nprocesses;
-    uint64_t base_ns;      // the clock at time 0 of the events (read from JSON, where the times are
-                           // relative; 0 when recorded): CUPTI stamps with CLOCK_REALTIME, so the
-                           // traces of several processes on one machine line up (tracestat --merge)
+    uint64_t base_ns;  // the clock at time 0 of the events (read from JSON, where the times are
+                       // relative; 0 when recorded): CUPTI stamps with CLOCK_REALTIME, so the
+                       // traces of several processes on one machine line up (tracestat --merge)
 } timeline;
 
 // ---- timeline.c
@@ -122,23 +122,23 @@ int tl_read_json(timeline *t, FILE *in);
 
 typedef struct {
     double span_ms;
-    double gpu_busy;          // fraction of the window with a kernel or a copy running
-    double copy_hidden;       // fraction of copy time during which a kernel ran too
-    double h2d_hidden;        // the same for copies to the GPU alone
+    double gpu_busy;     // fraction of the window with a kernel or a copy running
+    double copy_hidden;  // fraction of copy time during which a kernel ran too
+    double h2d_hidden;   // the same for copies to the GPU alone
     double kernel_copy_overlap_ms;
-    double host_blocked;      // fraction of the window the main thread spent in sync or slot-wait ranges
-    double prep_under_gpu;    // fraction of prep time during which the GPU was busy
-    double largest_gap_ms;    // longest time with no kernel and no copy
-    int kernels, own_kernels; // own: not a library's (see tl_library_kernel)
+    double host_blocked;       // fraction of the window the main thread spent in sync or slot-wait ranges
+    double prep_under_gpu;     // fraction of prep time during which the GPU was busy
+    double largest_gap_ms;     // longest time with no kernel and no copy
+    int kernels, own_kernels;  // own: not a library's (see tl_library_kernel)
     int h2d, d2h, copies;
     int pageable_copies;
-    int host_syncs;           // CUPTI: event, stream and device synchronisations
-    int graph_kernels;        // kernels that ran as nodes of a CUDA graph
-    int graph_launches;       // cudaGraphLaunch calls (issue ranges with a graph id)
-    int comm_kernels;         // NCCL's kernels (tl_comm_kernel)
-    double comm_ms;           // time with an NCCL kernel running, summed over the processes
-    double comm_hidden;       // fraction of it during which a kernel of the same process that is not
-                              // NCCL's ran too: communication hidden under compute
+    int host_syncs;      // CUPTI: event, stream and device synchronisations
+    int graph_kernels;   // kernels that ran as nodes of a CUDA graph
+    int graph_launches;  // cudaGraphLaunch calls (issue ranges with a graph id)
+    int comm_kernels;    // NCCL's kernels (tl_comm_kernel)
+    double comm_ms;      // time with an NCCL kernel running, summed over the processes
+    double comm_hidden;  // fraction of it during which a kernel of the same process that is not
+                         // NCCL's ran too: communication hidden under compute
 } tl_figures;
 
 tl_figures tl_analyse(const timeline *t, uint64_t start, uint64_t end);
@@ -155,10 +155,10 @@ double tl_comm_hidden(const timeline *t, int process, uint64_t start, uint64_t e
 // step in issue order (lesson 12: one all-reduce per bucket), and the last of each group, the
 // last bucket, which no later compute can hide, is counted apart from the others.
 typedef struct {
-    int kernels;              // NCCL kernels that start in the window
-    int whole_groups;         // groups > 0: kernels is a multiple of groups
-    double comm_ms, exposed_ms;          // all of them
-    double last_ms, last_exposed_ms;     // the last of each group (groups > 0)
+    int kernels;                              // NCCL kernels that start in the window
+    int whole_groups;                         // groups > 0: kernels is a multiple of groups
+    double comm_ms, exposed_ms;               // all of them
+    double last_ms, last_exposed_ms;          // the last of each group (groups > 0)
     double hideable_ms, hideable_exposed_ms;  // the others: what buckets can hide
 } tl_comm_split;
 
@@ -181,12 +181,11 @@ void tl_print_figures(FILE *out, const char *label, const tl_figures *f);
 
 // A text Gantt chart of the window, one row per track, `width` columns in all.
 // `ns_per_column` of 0 fits the window; a fixed value lets two windows share a scale.
-void tl_render_text(const timeline *t, uint64_t start, uint64_t end, int width, double ns_per_column,
-                    const char *title, FILE *out);
+void tl_render_text(const timeline *t, uint64_t start, uint64_t end, int width, double ns_per_column, const char *title,
+                    FILE *out);
 
 // The same as an SVG picture, `ms_axis` milliseconds wide (0: the window's own span).
-void tl_render_svg(const timeline *t, uint64_t start, uint64_t end, double ms_axis, const char *title,
-                   FILE *out);
+void tl_render_svg(const timeline *t, uint64_t start, uint64_t end, double ms_axis, const char *title, FILE *out);
 
 #ifdef __cplusplus
 }

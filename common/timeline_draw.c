@@ -50,8 +50,8 @@ static int track_in_window(const timeline *t, int k, uint64_t lo, uint64_t hi)
     return 0;
 }
 
-void tl_render_text(const timeline *t, uint64_t lo, uint64_t hi, int width, double ns_per_column,
-                    const char *title, FILE *out)
+void tl_render_text(const timeline *t, uint64_t lo, uint64_t hi, int width, double ns_per_column, const char *title,
+                    FILE *out)
 {
     const int label = 10;
     int cols = width - label - 1;
@@ -137,10 +137,14 @@ static double nice_step(double span_ms)
 static void svg_text(FILE *out, const char *s)
 {
     for (; *s; s++) {
-        if (*s == '<') fputs("&lt;", out);
-        else if (*s == '>') fputs("&gt;", out);
-        else if (*s == '&') fputs("&amp;", out);
-        else fputc(*s, out);
+        if (*s == '<')
+            fputs("&lt;", out);
+        else if (*s == '>')
+            fputs("&gt;", out);
+        else if (*s == '&')
+            fputs("&amp;", out);
+        else
+            fputc(*s, out);
     }
 }
 
@@ -153,8 +157,10 @@ void tl_render_svg(const timeline *t, uint64_t lo, uint64_t hi, double ms_axis, 
     double window_ms = (hi - lo) / 1e6;
     if (ms_axis <= 0) ms_axis = window_ms;
     double px_per_ns = plot / (ms_axis * 1e6);
-    fprintf(out, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
-                 "font-family=\"monospace\" font-size=\"12\">\n", width, height, width, height);
+    fprintf(out,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "font-family=\"monospace\" font-size=\"12\">\n",
+            width, height, width, height);
     fprintf(out, "<rect width=\"%d\" height=\"%d\" fill=\"white\"/>\n<text x=\"10\" y=\"20\" font-weight=\"bold\">",
             width, height);
     svg_text(out, title);
@@ -166,8 +172,8 @@ void tl_render_svg(const timeline *t, uint64_t lo, uint64_t hi, double ms_axis, 
         if (!track_in_window(t, k, lo, hi)) continue;
         fprintf(out, "<text x=\"10\" y=\"%d\">", y + row_h - 5);
         svg_text(out, t->tracks[k].name);
-        fprintf(out, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f3f3f3\"/>\n", label, y,
-                plot, row_h);
+        fprintf(out, "</text>\n<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#f3f3f3\"/>\n", label, y, plot,
+                row_h);
         for (int i = 0; i < t->nevents; i++) {
             const tl_event *e = &t->events[i];
             const char *colour = svg_colour(e);
@@ -175,8 +181,8 @@ void tl_render_svg(const timeline *t, uint64_t lo, uint64_t hi, double ms_axis, 
             uint64_t a = e->start < lo ? lo : e->start, b = e->end > hi ? hi : e->end;
             double x = label + (a - lo) * px_per_ns, w = (b - a) * px_per_ns;
             if (w < 0.5) w = 0.5;
-            fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>", x, y, w,
-                    row_h, colour);
+            fprintf(out, "<rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>", x, y, w, row_h,
+                    colour);
             svg_text(out, e->name);
             if (e->batch >= 0) fprintf(out, " (batch %d)", e->batch);
             fprintf(out, ": %.1f us</title></rect>\n", (e->end - e->start) / 1e3);
@@ -190,8 +196,8 @@ void tl_render_svg(const timeline *t, uint64_t lo, uint64_t hi, double ms_axis, 
         fprintf(out, "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%g</text>\n", x, y + 14, ms);
     }
     fprintf(out, "<text x=\"%d\" y=\"%d\" text-anchor=\"end\">ms</text>\n", label - 6, y + 14);
-    const char *names[] = {"our kernel", "cuBLAS kernel", "copy to GPU", "copy to host", "host prep", "host sync",
-                           "host waits for a buffer"};
+    const char *names[] = {"our kernel", "cuBLAS kernel",          "copy to GPU", "copy to host", "host prep",
+                           "host sync",  "host waits for a buffer"};
     const char *colours[] = {"#3f6fb5", "#86aee0", "#3a9d4a", "#e8890c", "#9e9e9e", "#d62f2f", "#f2a0b8"};
     int x = label;
     for (int i = 0; i < 7; i++) {

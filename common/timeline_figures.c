@@ -81,14 +81,16 @@ static uint64_t intersection(const span *x, int nx, const span *y, int ny)
         uint64_t a = x[i].a > y[j].a ? x[i].a : y[j].a;
         uint64_t b = x[i].b < y[j].b ? x[i].b : y[j].b;
         if (b > a) sum += b - a;
-        if (x[i].b < y[j].b) i++;
-        else j++;
+        if (x[i].b < y[j].b)
+            i++;
+        else
+            j++;
     }
     return sum;
 }
 
-static double overlap_of(const timeline *t, int what_a, int track_a, int what_b, int track_b, uint64_t lo,
-                         uint64_t hi, uint64_t *total_a)
+static double overlap_of(const timeline *t, int what_a, int track_a, int what_b, int track_b, uint64_t lo, uint64_t hi,
+                         uint64_t *total_a)
 {
     span *a, *b;
     int na = union_of(t, what_a, track_a, lo, hi, &a), nb = union_of(t, what_b, track_b, lo, hi, &b);
@@ -220,8 +222,16 @@ tl_figures tl_analyse(const timeline *t, uint64_t lo, uint64_t hi)
             f.comm_kernels += tl_comm_kernel(e->name);
             f.graph_kernels += e->graph != 0;
             break;
-        case TL_H2D: f.h2d++; f.copies++; f.pageable_copies += e->pageable; break;
-        case TL_D2H: f.d2h++; f.copies++; f.pageable_copies += e->pageable; break;
+        case TL_H2D:
+            f.h2d++;
+            f.copies++;
+            f.pageable_copies += e->pageable;
+            break;
+        case TL_D2H:
+            f.d2h++;
+            f.copies++;
+            f.pageable_copies += e->pageable;
+            break;
         case TL_COPY: f.copies++; break;
         case TL_SYNC: f.host_syncs++; break;
         case TL_HOST: f.graph_launches += e->range == TL_RANGE_ISSUE && e->graph != 0; break;
@@ -232,15 +242,13 @@ tl_figures tl_analyse(const timeline *t, uint64_t lo, uint64_t hi)
 
 void tl_print_figures_header(FILE *out)
 {
-    fprintf(out, "  %-12s %10s %8s %8s %8s %8s %9s\n", "window", "span", "GPU busy", "copies", "host",
-            "prep", "largest");
-    fprintf(out, "  %-12s %10s %8s %8s %8s %8s %9s\n", "", "", "", "hidden", "blocked", "under GPU",
-            "GPU gap");
+    fprintf(out, "  %-12s %10s %8s %8s %8s %8s %9s\n", "window", "span", "GPU busy", "copies", "host", "prep",
+            "largest");
+    fprintf(out, "  %-12s %10s %8s %8s %8s %8s %9s\n", "", "", "", "hidden", "blocked", "under GPU", "GPU gap");
 }
 
 void tl_print_figures(FILE *out, const char *label, const tl_figures *f)
 {
-    fprintf(out, "  %-12s %7.2f ms %7.0f%% %7.0f%% %7.0f%% %7.0f%% %6.3f ms\n", label, f->span_ms,
-            100 * f->gpu_busy, 100 * f->copy_hidden, 100 * f->host_blocked, 100 * f->prep_under_gpu,
-            f->largest_gap_ms);
+    fprintf(out, "  %-12s %7.2f ms %7.0f%% %7.0f%% %7.0f%% %7.0f%% %6.3f ms\n", label, f->span_ms, 100 * f->gpu_busy,
+            100 * f->copy_hidden, 100 * f->host_blocked, 100 * f->prep_under_gpu, f->largest_gap_ms);
 }

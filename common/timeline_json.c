@@ -33,18 +33,19 @@ void tl_write_json(const timeline *t, FILE *out)
 
     fputs("{\"traceEvents\":[", out);
     for (int p = 0; p < t->nprocesses; p++) {
-        fprintf(out, "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":",
-                p ? "," : "", p + 1);
+        fprintf(out,
+                "%s\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":", p ? "," : "",
+                p + 1);
         json_write_string(out, t->processes[p]);
         fputs("}}", out);
     }
     for (int k = 0; k < t->ntracks; k++) {
         int pid = t->tracks[k].process + 1;
-        fprintf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", pid,
-                k + 1);
+        fprintf(out, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":", pid, k + 1);
         json_write_string(out, t->tracks[k].name);
         fprintf(out, ",\"kind\":\"%s\"}}", TRACK_KINDS[t->tracks[k].kind]);
-        fprintf(out, ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
+        fprintf(out,
+                ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
                 pid, k + 1, (tl_is_host(t, k) ? 0 : TL_MAX_TRACKS) + k + 1);  // host threads on top
     }
     for (int i = 0; i < t->nevents; i++) {
@@ -53,8 +54,9 @@ void tl_write_json(const timeline *t, FILE *out)
         if (e->kind == TL_SYNC) {
             fputs(",\n{\"name\":", out);
             json_write_string(out, e->name);
-            fprintf(out, ",\"cat\":\"cuda_sync\",\"ph\":\"i\",\"s\":\"p\",\"ts\":%.3f,\"pid\":1,\"tid\":0,"
-                         "\"args\":{\"waited_us\":%.3f}}",
+            fprintf(out,
+                    ",\"cat\":\"cuda_sync\",\"ph\":\"i\",\"s\":\"p\",\"ts\":%.3f,\"pid\":1,\"tid\":0,"
+                    "\"args\":{\"waited_us\":%.3f}}",
                     (end - base) / 1e3, (end - start) / 1e3);
             continue;
         }
@@ -65,10 +67,11 @@ void tl_write_json(const timeline *t, FILE *out)
         }
         fputs(",\n{\"name\":", out);
         json_write_string(out, e->name);
-        fprintf(out, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,"
-                     "\"args\":{\"batch\":%d,\"bytes\":%lld,\"pageable\":%d",
-                category(e), (start - base) / 1e3, (end - start) / 1e3, t->tracks[e->track].process + 1,
-                e->track + 1, e->batch, e->bytes, e->pageable);
+        fprintf(out,
+                ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,"
+                "\"args\":{\"batch\":%d,\"bytes\":%lld,\"pageable\":%d",
+                category(e), (start - base) / 1e3, (end - start) / 1e3, t->tracks[e->track].process + 1, e->track + 1,
+                e->batch, e->bytes, e->pageable);
         if (e->graph) fprintf(out, ",\"graph\":%u", e->graph);  // only when nonzero: older traces read the same
         fputs("}}", out);
     }
@@ -151,8 +154,7 @@ static int read_metadata(timeline *t, const char *line, const char *name, int pi
 
 // An event: a host synchronisation ("ph":"i"), or a range on a track named before
 // it ("ph":"X"). Returns 1 when it cannot be read.
-static int read_event(timeline *t, const char *line, const char *ph, const char *name, double tid,
-                      const int *tid_track)
+static int read_event(timeline *t, const char *line, const char *ph, const char *name, double tid, const int *tid_track)
 {
     char cat[16] = "";
     double v;

@@ -55,15 +55,13 @@ void parts_ms(const cudaEvent_t *ev, int n, double *const *samples, int rep)
     for (int j = 0; j + 1 < n; j++) samples[j][rep] = event_ms(ev[j], ev[j + 1]);
 }
 
-stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstreams, int warmup,
-                    int reps)
+stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstreams, int warmup, int reps)
 {
     cudaEvent_t start, stop, joined[64];
     if (nstreams > 64) nstreams = 64;
     CUDA_CHECK(cudaEventCreate(&start));
     CUDA_CHECK(cudaEventCreate(&stop));
-    for (int s = 0; s < nstreams; s++)
-        CUDA_CHECK(cudaEventCreateWithFlags(&joined[s], cudaEventDisableTiming));
+    for (int s = 0; s < nstreams; s++) CUDA_CHECK(cudaEventCreateWithFlags(&joined[s], cudaEventDisableTiming));
 
     double *samples = host_alloc(sizeof(double) * (size_t)(reps > 0 ? reps : 1), "timings");
     for (int r = -warmup; r < reps; r++) {

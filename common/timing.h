@@ -39,8 +39,7 @@ typedef void (*gpu_work_fn)(void *ctx);
 // every other stream waits on, and a stop event after streams[0] has waited on
 // each other stream's last work. Runs `warmup` untimed repetitions first, then
 // `reps` timed ones; each sample is in milliseconds.
-stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstreams, int warmup,
-                    int reps);
+stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstreams, int warmup, int reps);
 
 #ifdef __cplusplus
 }

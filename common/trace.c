@@ -25,14 +25,14 @@
 #include "timeline.h"
 #include "trace_internal.h"  // trace_record_event, trace_drop_syncs, trace_report
 
-#define CUPTI_CHECK(expr)                                                                  \
-    do {                                                                                   \
-        CUptiResult check_res_ = (expr);                                                   \
-        if (check_res_ != CUPTI_SUCCESS) {                                                 \
-            const char *check_text_ = "unknown CUPTI error";                               \
-            cuptiGetResultString(check_res_, &check_text_);                                \
-            check_fail(#expr, __FILE__, __LINE__, "CUptiResult", check_text_);             \
-        }                                                                                  \
+#define CUPTI_CHECK(expr)                                                      \
+    do {                                                                       \
+        CUptiResult check_res_ = (expr);                                       \
+        if (check_res_ != CUPTI_SUCCESS) {                                     \
+            const char *check_text_ = "unknown CUPTI error";                   \
+            cuptiGetResultString(check_res_, &check_text_);                    \
+            check_fail(#expr, __FILE__, __LINE__, "CUptiResult", check_text_); \
+        }                                                                      \
     } while (0)
 
 #define BUFFER_BYTES (8u << 20)
@@ -95,8 +95,7 @@ static void record_graph_launch(const CUpti_CallbackData *info)
 // costs about a microsecond each): cudaGraphLaunch (above), and cudaEventQuery,
 // which CUPTI reports as an event synchronisation too: their ids are remembered,
 // to drop their records at the end.
-static void CUPTIAPI on_api_call(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                                 const void *data)
+static void CUPTIAPI on_api_call(void *userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void *data)
 {
     const CUpti_CallbackData *info = (const CUpti_CallbackData *)data;
     (void)userdata, (void)domain;
@@ -143,8 +142,7 @@ static void add_record(const CUpti_Activity *record)  // call with the lock held
     tl_add(&g.tl, &e);
 }
 
-static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size,
-                                      size_t valid)
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t *buffer, size_t size, size_t valid)
 {
     CUpti_Activity *record = NULL;
     pthread_mutex_lock(&g.lock);

@@ -54,7 +54,9 @@ int trace_record_event(const CUpti_Activity *record, tl_event *e, uint32_t *stre
         e->pageable = m->srcKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE ||
                       m->dstKind == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
         snprintf(e->name, sizeof e->name, "%s %.2f MiB%s",
-                 e->kind == TL_H2D ? "copy to GPU" : e->kind == TL_D2H ? "copy to host" : "copy",
+                 e->kind == TL_H2D   ? "copy to GPU"
+                 : e->kind == TL_D2H ? "copy to host"
+                                     : "copy",
                  m->bytes / 1048576.0, e->pageable ? " (pageable)" : "");
         e->start = m->start;
         e->end = m->end;

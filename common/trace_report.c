@@ -28,8 +28,10 @@ static void report_phases(FILE *out, const timeline *t, const char *json_path)
         pageable += f.pageable_copies;
     }
     if (pageable)
-        fprintf(out, "  warning: %d copies in these windows came from or went to pageable memory: the driver "
-                     "stages them, and they do not overlap\n", pageable);
+        fprintf(out,
+                "  warning: %d copies in these windows came from or went to pageable memory: the driver "
+                "stages them, and they do not overlap\n",
+                pageable);
 }
 
 // The terminal timeline of each window, every one on the scale of the longest.

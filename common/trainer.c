@@ -35,7 +35,8 @@ int train_option_specs(train_options *o, arg_spec *s)
     s[n++] = arg_int("hidden", &o->hidden, 1, 65536, "N", "units per hidden layer");
     s[n++] = arg_int("layers", &o->hidden_layers, 1, MLP_MAX_LAYERS - 1, "N", "hidden layers");
     s[n++] = arg_int("out", &o->out_dim, 1, 65536, "N", "outputs");
-    s[n++] = arg_int("prep-work", &o->prep_work, 0, 100000, "N", "smoothing rounds per sample: the host's work per batch");
+    s[n++] = arg_int("prep-work", &o->prep_work, 0, 100000, "N",
+                     "smoothing rounds per sample: the host's work per batch");
     s[n++] = arg_double("lr", &o->lr, 1e-6, 10, "X", "SGD learning rate");
     s[n++] = arg_int("seed", &o->seed, 0, 2147483647, "N", "seed of the data and the weights");
     s[n++] = arg_int("reps", &o->reps, 1, 100, "N", "timed runs of each variant, round-robin (the median is reported)");
@@ -70,8 +71,8 @@ static void check_shape(const char *prog, const train_options *o)
     };
     for (size_t k = 0; k < sizeof m / sizeof m[0]; k++)
         if (m[k].rows * m[k].cols > 2147483647LL)
-            usage_error(prog, "%s has %lld elements; the course indexes with int, so at most 2147483647",
-                        m[k].what, m[k].rows * m[k].cols);
+            usage_error(prog, "%s has %lld elements; the course indexes with int, so at most 2147483647", m[k].what,
+                        m[k].rows * m[k].cols);
 }
 
 // What the host must hold: the teacher, the initial weights once, the pinned
@@ -84,8 +85,10 @@ static void check_host_memory(const char *prog, const train_options *o, const ml
     if (o->check_cpu) need += 20.0 * s->nparams + 8.0 * 4 * s->max_dim * (double)o->batch;
     size_t have = host_memory_bytes();
     if (have && need > 0.8 * have)
-        usage_error(prog, "these sizes need %.2f GiB of host memory; the limit is 80%% of this machine's %.2f GiB, "
-                          "%.2f GiB", need / 1073741824.0, have / 1073741824.0, 0.8 * have / 1073741824.0);
+        usage_error(prog,
+                    "these sizes need %.2f GiB of host memory; the limit is 80%% of this machine's %.2f GiB, "
+                    "%.2f GiB",
+                    need / 1073741824.0, have / 1073741824.0, 0.8 * have / 1073741824.0);
 }
 
 void trainer_init(trainer *t, const char *prog, const train_options *o, int host_slots, int device_slots,
@@ -108,9 +111,10 @@ void trainer_init(trainer *t, const char *prog, const train_options *o, int host
     size_t need = mlp_model_device_bytes(&shape) + (size_t)device_slots * t->batch_bytes +
                   sizeof(float) * (size_t)loss_slots;
     if (need + (256u << 20) > t->dev.mem_free)
-        usage_error(prog, "this model and batch need %.2f GiB of device memory; the limit is the GPU's %.2f GiB free "
-                          "less 0.25 GiB for CUDA's own use, %.2f GiB", need / 1073741824.0,
-                    t->dev.mem_free / 1073741824.0,
+        usage_error(prog,
+                    "this model and batch need %.2f GiB of device memory; the limit is the GPU's %.2f GiB free "
+                    "less 0.25 GiB for CUDA's own use, %.2f GiB",
+                    need / 1073741824.0, t->dev.mem_free / 1073741824.0,
                     t->dev.mem_free > (256u << 20) ? (t->dev.mem_free - (256u << 20)) / 1073741824.0 : 0.0);
     dataset_init(&t->data, o->batch, o->in_dim, o->out_dim, o->prep_work, (uint64_t)o->seed);
     mlp_model_create(&t->model, &shape, (float)o->lr, (uint64_t)o->seed);
@@ -259,8 +263,8 @@ void loss_ring_destroy(loss_ring *r)
 void loss_ring_queue(loss_ring *r, trainer *t, long i, cudaStream_t stream)
 {
     int slot = (int)(i % r->slots);
-    CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
-                               stream));
+    CUDA_CHECK(
+        cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaEventRecord(r->ready[slot], stream));
 }
 
@@ -268,8 +272,8 @@ void loss_ring_interval(loss_ring *r, trainer *t, long i, int interval, long *ne
 {
     int last = i == t->opt.batches - 1;
     if ((i + 1) % interval != 0 && !last) return;
-    long upto = last ? i : i - 1;  // one batch behind: batch i's step stays queued
-    if (upto < *next_loss) return; // nothing new to take (an interval of 1, at batch 0)
+    long upto = last ? i : i - 1;   // one batch behind: batch i's step stays queued
+    if (upto < *next_loss) return;  // nothing new to take (an interval of 1, at batch 0)
     HOST_SYNC(t, ring_wait(r, r->ready[upto % r->slots]));
     for (; *next_loss <= upto; (*next_loss)++) {
         cudaEvent_t landed = r->ready[*next_loss % r->slots];

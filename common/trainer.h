@@ -33,7 +33,7 @@ typedef struct {
     int batches, batch, in_dim, hidden, hidden_layers, out_dim, prep_work, seed;
     double lr;
     int reps, warmup;
-    int check_cpu;           // compare the lesson's losses with a CPU reference (small sizes only)
+    int check_cpu;  // compare the lesson's losses with a CPU reference (small sizes only)
     int json;
     const char *trace_path;  // --trace FILE.json
     int timeline;            // --timeline
@@ -67,19 +67,19 @@ typedef struct {
     device_info dev;
     dataset data;
     mlp_model model;
-    size_t batch_bytes;                // one prepared batch: features then targets
+    size_t batch_bytes;  // one prepared batch: features then targets
     cudaStream_t copy_stream, compute_stream;
 
-    int host_slots, device_slots;      // pinned host batches, device batches
+    int host_slots, device_slots;  // pinned host batches, device batches
     float **h_batch, **d_batch;
-    int loss_slots;                    // the loss ring: batch i's loss goes to slot i % loss_slots
-    float *d_loss, *h_loss;            // device ring, pinned host ring
+    int loss_slots;          // the loss ring: batch i's loss goes to slot i % loss_slots
+    float *d_loss, *h_loss;  // device ring, pinned host ring
 
-    run_counters run;                  // what the current run did
-    pthread_mutex_t lock;              // guards run.prep_ms (loader threads prepare too)
+    run_counters run;      // what the current run did
+    pthread_mutex_t lock;  // guards run.prep_ms (loader threads prepare too)
     pthread_t main_thread;
-    int delays_on;                     // test_delay acts only in the lesson's own runs
-    char error[256];                   // why a loop returned -1
+    int delays_on;    // test_delay acts only in the lesson's own runs
+    char error[256];  // why a loop returned -1
     json_writer js;
 } trainer;
 
@@ -124,11 +124,11 @@ typedef struct {
 } host_wait;
 host_wait host_wait_begin(tl_range kind, const char *name);
 void host_wait_end(trainer *t, host_wait *w);
-#define HOST_WAIT(t, kind, name, call)                    \
-    do {                                                  \
-        host_wait hw_ = host_wait_begin((kind), (name));  \
-        CUDA_CHECK(call);                                 \
-        host_wait_end((t), &hw_);                         \
+#define HOST_WAIT(t, kind, name, call)                   \
+    do {                                                 \
+        host_wait hw_ = host_wait_begin((kind), (name)); \
+        CUDA_CHECK(call);                                \
+        host_wait_end((t), &hw_);                        \
     } while (0)
 #define HOST_SYNC(t, call) HOST_WAIT(t, TL_RANGE_SYNC, "sync", call)
 #define SLOT_WAIT(t, call) HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "slot wait", call)

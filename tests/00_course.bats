@@ -117,7 +117,7 @@ broken_links() {
     done
 }
 
-@test "course: every exercise region has a hint, and every lesson has at least one" {
+@test "course: every exercise region has a hint (no line of it over 100 columns), and every lesson has at least one" {
     for dir in "$ROOT"/solutions/[0-9][0-9]_*; do
         grep -q "BEGIN SOLUTION(" "$dir"/*.cu || fail "$dir has no exercise"
     done
@@ -125,6 +125,9 @@ broken_links() {
         if grep "BEGIN SOLUTION" "$src" | grep -vqE "BEGIN SOLUTION\([0-9]{2}-[a-z-]+\): .{20,}"; then
             fail "$src: an exercise without an id or a hint: $(grep "BEGIN SOLUTION" "$src" | grep -vE "BEGIN SOLUTION\([0-9]{2}-[a-z-]+\): .{20,}")"
         fi
+        # a long hint goes on over the comment lines after its BEGIN line: none wider than 100 columns
+        long=$(awk 'length($0) > 100 && /BEGIN SOLUTION\(/ { print FILENAME ":" FNR }' "$src")
+        [ -z "$long" ] || fail "a hint line wider than 100 columns (wrap it over the comment lines after it): $long"
     done
 }
 

@@ -57,8 +57,8 @@ static int check(const timeline *t)
             if (d->kind == TL_SYNC || d->track != e->track) continue;
             int nested = tl_is_host(t, e->track) && e->end <= d->end;
             if (e->start < d->end && !nested) {
-                printf("events %d (%s) and %d (%s) on track %s overlap without nesting\n", j, d->name, i,
-                       e->name, t->tracks[e->track].name);
+                printf("events %d (%s) and %d (%s) on track %s overlap without nesting\n", j, d->name, i, e->name,
+                       t->tracks[e->track].name);
                 return 0;
             }
             if (!tl_is_host(t, e->track) || e->start >= d->end) break;
@@ -194,8 +194,8 @@ static void print_comm_split(const timeline *t, int process, const char *suffix,
     tl_comm_split c = tl_comm_exposed(t, process, start, end, groups);
     printf("comm_exposed_ms%s=%.6f\n", suffix, c.exposed_ms);
     if (groups <= 0) return;
-    printf("comm_whole_groups%s=%d\ncomm_last_ms%s=%.6f\ncomm_last_exposed_ms%s=%.6f\n", suffix, c.whole_groups,
-           suffix, c.last_ms, suffix, c.last_exposed_ms);
+    printf("comm_whole_groups%s=%d\ncomm_last_ms%s=%.6f\ncomm_last_exposed_ms%s=%.6f\n", suffix, c.whole_groups, suffix,
+           c.last_ms, suffix, c.last_exposed_ms);
     printf("comm_hideable_ms%s=%.6f\ncomm_hideable_exposed_ms%s=%.6f\ncomm_hidden_hideable%s=%.6f\n", suffix,
            c.hideable_ms, suffix, c.hideable_exposed_ms, suffix,
            c.hideable_ms > 0 ? 1 - c.hideable_exposed_ms / c.hideable_ms : 0);
@@ -207,8 +207,9 @@ static void print_figures(const timeline *t, const char *phase, uint64_t start, 
     tl_figures f = tl_analyse(t, start, end);
     printf("program=%s\nwindow=%s\nspan_ms=%.6f\n", t->program, phase ? phase : "all", f.span_ms);
     // other_copies: neither to nor from the host (device to device, memsets)
-    printf("kernels=%d\nown_kernels=%d\nh2d=%d\nd2h=%d\ncopies=%d\nother_copies=%d\npageable_copies=%d\nhost_syncs=%d\n",
-           f.kernels, f.own_kernels, f.h2d, f.d2h, f.copies, f.copies - f.h2d - f.d2h, f.pageable_copies, f.host_syncs);
+    printf(
+        "kernels=%d\nown_kernels=%d\nh2d=%d\nd2h=%d\ncopies=%d\nother_copies=%d\npageable_copies=%d\nhost_syncs=%d\n",
+        f.kernels, f.own_kernels, f.h2d, f.d2h, f.copies, f.copies - f.h2d - f.d2h, f.pageable_copies, f.host_syncs);
     // kernels that ran as nodes of a CUDA graph, and the cudaGraphLaunch calls that launched them (lesson 11)
     printf("graph_kernels=%d\ngraph_launches=%d\n", f.graph_kernels, f.graph_launches);
     printf("gpu_busy=%.6f\ncopy_hidden=%.6f\nh2d_hidden=%.6f\nkernel_copy_overlap_ms=%.6f\nhost_blocked=%.6f\n",
@@ -263,9 +264,9 @@ static void print_track_overlaps(const timeline *t, uint64_t start, uint64_t end
         if (tl_is_host(t, a)) continue;
         for (int b = a + 1; b < t->ntracks; b++)
             if (!tl_is_host(t, b))
-                printf("overlap_ms[%s,%s]=%.6f\nkernel_overlap_ms[%s,%s]=%.6f\n", t->tracks[a].name,
-                       t->tracks[b].name, tl_track_overlap_ms(t, a, b, start, end, 0), t->tracks[a].name,
-                       t->tracks[b].name, tl_track_overlap_ms(t, a, b, start, end, 1));
+                printf("overlap_ms[%s,%s]=%.6f\nkernel_overlap_ms[%s,%s]=%.6f\n", t->tracks[a].name, t->tracks[b].name,
+                       tl_track_overlap_ms(t, a, b, start, end, 0), t->tracks[a].name, t->tracks[b].name,
+                       tl_track_overlap_ms(t, a, b, start, end, 1));
     }
 }
 
@@ -291,8 +292,7 @@ int main(int argc, char **argv)
         arg_string("merge", &merged, "OUT", "merge the traces given (one per rank, in rank order) into OUT"),
     };
     int nfiles = args_parse_files(argc, argv, "tracestat", "Read a trace written by --trace and print what it shows.",
-                                  specs, (int)(sizeof specs / sizeof specs[0]), "TRACE.json", files,
-                                  TL_MAX_PROCESSES);
+                                  specs, (int)(sizeof specs / sizeof specs[0]), "TRACE.json", files, TL_MAX_PROCESSES);
     if (merged) {
         if (nfiles < 1) usage_error("tracestat", "--merge: give the ranks' traces to merge, in rank order");
         return merge(merged, files, nfiles);

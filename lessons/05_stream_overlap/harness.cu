@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/harness.cu, made by `make lessons` (checksum 2679119896)
+// STUDENT VERSION of solutions/05_stream_overlap/harness.cu, made by `make lessons` (checksum 223909739)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // harness.cu: how lesson 05 times and checks its runs. Not what the lesson
 // teaches: the parts hand their work over as gpu_work_fn's and read the result.
@@ -8,7 +8,7 @@
 #include "common/memory.h"  // defines: host_alloc
 #include "common/timing.h"  // defines: stats, stats_of, time_gpu_work
 #include "common/trace.h"   // defines: trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"  // defines: variant, workload, options, poison, compare_bits
+#include "overlap.h"        // defines: variant, workload, options, poison, compare_bits
 
 // Times n variants round-robin, one repetition of each per round: a slow moment
 // of the machine (its PCIe link can be shared) then touches all of them alike,

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 1419137782)
+// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 98527499)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // 05_stream_overlap: copies and kernels overlapped across CUDA streams, measured fairly.
 //
@@ -19,7 +19,7 @@
 #include "common/device.h"  // defines: device_info, gpu_open
 #include "common/json.h"    // defines: json_begin, json_end
 #include "common/trace.h"   // defines: trace_start, trace_add_window, trace_on, trace_finish
-#include "overlap.h"  // defines: options, workload, report, the parts
+#include "overlap.h"        // defines: options, workload, report, the parts
 
 int main(int argc, char **argv)
 {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 1916018136)
+// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 1596171329)
 // Fill in its 2 TODOs.
 // overlap.cu: part 3, copy-in, kernel and copy-out in order on one stream, then
 // cut into chunks over several streams in two issue orders. Every buffer is
@@ -10,20 +10,18 @@
 #include "common/check.h"   // defines: CUDA_CHECK
 #include "common/device.h"  // defines: device_info
 #include "common/timing.h"  // defines: stats
-#include "overlap.h"  // defines: workload, variant, report, stage_times,
-                                                  //          launch_fma_chain, the stages, time_round_robin
+#include "overlap.h"        // defines: workload, variant, report, stage_times,
+                            //          launch_fma_chain, the stages, time_round_robin
 
 static size_t chunk_begin(const workload *w, int c) { return (size_t)w->n * c / w->chunks; }
-static int chunk_len(const workload *w, int c)
-{
-    return (int)(chunk_begin(w, c + 1) - chunk_begin(w, c));
-}
+static int chunk_len(const workload *w, int c) { return (int)(chunk_begin(w, c + 1) - chunk_begin(w, c)); }
 
 // Issue order 1, per chunk: copy-in, kernel, copy-out of chunk c on stream c % nstreams.
 static void run_overlapped_per_chunk(void *arg)
 {
-    // TODO(05-per-chunk): every chunk goes through copy-in, kernel and copy-out on one stream, and the chunks take
-    // turns over the streams; chunk_begin and chunk_len give a chunk's range
+    // TODO(05-per-chunk): every chunk goes through copy-in, kernel and copy-out on one
+    // stream, and the chunks take turns over the streams; chunk_begin and chunk_len give a chunk's
+    // range
     (void)arg;  // nothing issued yet: every chunk of the output stays poisoned
 }
 
@@ -32,8 +30,8 @@ static void run_overlapped_per_chunk(void *arg)
 // sequence as in order 1; only the order in which the host issues them changes.
 static void run_overlapped_by_stage(void *arg)
 {
-    // TODO(05-by-stage): in rounds of nstreams chunks, issue every copy-in of the round, then every kernel, then every
-    // copy-out, each chunk on the same stream as in order 1
+    // TODO(05-by-stage): in rounds of nstreams chunks, issue every copy-in of the round,
+    // then every kernel, then every copy-out, each chunk on the same stream as in order 1
     (void)arg;  // nothing issued yet: every chunk of the output stays poisoned
 }
 
@@ -130,18 +128,30 @@ static double overlap_bound(const stage_times *t, int chunks, int streams, int e
 
 static void print_order(report *r, const char *name, stats s, double seq, double bound, long bad)
 {
-    fprintf(r->out, "  %-16s %8.3f ms   (min %.3f, max %.3f)  speedup %.2fx  efficiency %.2f  %s\n", name,
-            s.median, s.min, s.max, seq / s.median, bound / s.median, bad ? "DIFFERS" : "bit-identical");
+    fprintf(r->out, "  %-16s %8.3f ms   (min %.3f, max %.3f)  speedup %.2fx  efficiency %.2f  %s\n", name, s.median,
+            s.min, s.max, seq / s.median, bound / s.median, bad ? "DIFFERS" : "bit-identical");
 }
 
-enum { T_H2D, T_KERNEL, T_D2H, T_DUPLEX, T_H2D_CHUNKS, T_D2H_CHUNKS, T_DUPLEX_CHUNKS, T_SEQUENTIAL, T_PER_CHUNK,
-       T_BY_STAGE, T_COUNT };
+enum {
+    T_H2D,
+    T_KERNEL,
+    T_D2H,
+    T_DUPLEX,
+    T_H2D_CHUNKS,
+    T_D2H_CHUNKS,
+    T_DUPLEX_CHUNKS,
+    T_SEQUENTIAL,
+    T_PER_CHUNK,
+    T_BY_STAGE,
+    T_COUNT
+};
 
 int part3_overlap(workload *w, const device_info *dev, const options *o, report *r)
 {
     long bad1 = check_variant("per chunk", run_overlapped_per_chunk, w, r->out);
     long bad2 = check_variant("by stage", run_overlapped_by_stage, w, r->out);
-    variant v[T_COUNT] = {  // in the order of the T_ names
+    variant v[T_COUNT] = {
+        // in the order of the T_ names
         {.fn = h2d_only, .ctx = w, .streams = w->streams, .nstreams = 1},
         {.fn = kernel_only, .ctx = w, .streams = w->streams, .nstreams = 1},
         {.fn = d2h_only, .ctx = w, .streams = w->streams, .nstreams = 1},
@@ -176,8 +186,8 @@ int part3_overlap(workload *w, const device_info *dev, const options *o, report 
     fprintf(r->out, "  both copies at once: %.3f ms whole, %.3f ms in chunks, on %d copy engine%s\n",
             t[T_DUPLEX].median, t[T_DUPLEX_CHUNKS].median, dev->copy_engines, dev->copy_engines == 1 ? "" : "s");
     fprintf(r->out, "  sequential run:  %8.3f ms = %.3f x the sum of the stages alone, %.3f ms\n", seq, seq / sum, sum);
-    fprintf(r->out, "  bound:           %8.3f ms   set by the %s: %s (each copy at its fastest measured rate)\n",
-            bound, LIMIT_NAMES[limit], limit_why(limit, dev->copy_engines));
+    fprintf(r->out, "  bound:           %8.3f ms   set by the %s: %s (each copy at its fastest measured rate)\n", bound,
+            LIMIT_NAMES[limit], limit_why(limit, dev->copy_engines));
     print_order(r, "per chunk:", chunk, seq, bound, bad1);
     print_order(r, "by stage:", stage, seq, bound, bad2);
     fprintf(r->out, "  fastest repetitions: bound %.3f ms, per chunk %.3f ms, by stage %.3f ms\n", bound_min, chunk.min,

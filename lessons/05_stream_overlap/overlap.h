@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/overlap.h, made by `make lessons` (checksum 2539584044)
+// STUDENT VERSION of solutions/05_stream_overlap/overlap.h, made by `make lessons` (checksum 780158398)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // overlap.h: what the files of lesson 05 share: the options, the workload, and
 // one function per part. No exercise in it: the lesson and its solution include
@@ -22,7 +22,7 @@ typedef enum { DELAY_ON_COPY, DELAY_ON_COMPUTE } delay_point;
 
 typedef struct {
     int size_mib, streams, chunks;
-    int kernel_work;      // FMAs per element; 0 = chosen so that the kernel takes kernel_ratio x one copy
+    int kernel_work;  // FMAs per element; 0 = chosen so that the kernel takes kernel_ratio x one copy
     double kernel_ratio;
     int reps, warmup;
     int batches;          // part 5
@@ -40,9 +40,9 @@ static inline int needs_data(const options *o) { return runs_part(o, 2) || runs_
 // The data: n floats, the same function applied to each.
 typedef struct {
     int n;
-    float *h_in;            // pinned input
-    float *h_ref;           // pinned: the sequential run's output, which every other run must equal
-    float *h_out;           // pinned: output of the run being checked
+    float *h_in;   // pinned input
+    float *h_ref;  // pinned: the sequential run's output, which every other run must equal
+    float *h_out;  // pinned: output of the run being checked
     float *d_in, *d_out;
     int work;               // fused multiply-adds per element in the kernel
     cudaStream_t *streams;  // non-blocking, at least 2: streams[1] is the second direction of both_copies
@@ -69,10 +69,22 @@ typedef struct {
     json_writer js;
 } report;
 
-static inline void report_num(report *r, const char *key, double v) { if (r->json) json_num(&r->js, key, v); }
-static inline void report_int(report *r, const char *key, long long v) { if (r->json) json_int(&r->js, key, v); }
-static inline void report_bool(report *r, const char *key, int v) { if (r->json) json_bool(&r->js, key, v); }
-static inline void report_str(report *r, const char *key, const char *v) { if (r->json) json_str(&r->js, key, v); }
+static inline void report_num(report *r, const char *key, double v)
+{
+    if (r->json) json_num(&r->js, key, v);
+}
+static inline void report_int(report *r, const char *key, long long v)
+{
+    if (r->json) json_int(&r->js, key, v);
+}
+static inline void report_bool(report *r, const char *key, int v)
+{
+    if (r->json) json_bool(&r->js, key, v);
+}
+static inline void report_str(report *r, const char *key, const char *v)
+{
+    if (r->json) json_str(&r->js, key, v);
+}
 
 // options.cu: the command line, and the sizes checked before anything is allocated (exit 2).
 options parse_options(int argc, char **argv);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 3323023204)
+// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 3057633007)
 // Fill in its 2 TODOs.
 // pipeline.cu: part 5, batches through two streams ordered by events. The copy
 // stream moves batches in and results out, the compute stream runs the kernels,
@@ -15,8 +15,8 @@
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/kernels.h"  // defines: launch_spin
 #include "common/trace.h"    // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"  // defines: workload, variant, report, delay_point,
-                                                  //          launch_fma_chain, the stages, time_round_robin
+#include "overlap.h"         // defines: workload, variant, report, delay_point,
+                             //          launch_fma_chain, the stages, time_round_robin
 
 typedef struct {
     workload *w;
@@ -62,8 +62,8 @@ static void run_pipeline(void *arg)
     for (int k = 0; k < p->batches; k++) {
         int slot = k % 2;
         if (k + 1 < p->batches) issue_copy_in(p, k + 1);
-        // TODO(05-kernel-wait): kernel k reads its in-slot: which event says that batch k's copy-in has landed, and how
-        // does the compute stream wait for it without the host?
+        // TODO(05-kernel-wait): kernel k reads its in-slot: which event says that batch
+        // k's copy-in has landed, and how does the compute stream wait for it without the host?
         // the out-slot is rewritten only after copy-out k-2 has read it (implied
         // here too once kernel k waits for copy-in k, which came after that copy-out)
         if (k >= 2) CUDA_CHECK(cudaStreamWaitEvent(p->compute_stream, p->out_free[slot], 0));
@@ -71,8 +71,8 @@ static void run_pipeline(void *arg)
         launch_fma_chain(p->d_in_slot[slot], p->d_out_slot[slot], batch_len(p, k), p->w->work, p->compute_stream);
         CUDA_CHECK(cudaEventRecord(p->kernel_done[slot], p->compute_stream));
         CUDA_CHECK(cudaEventRecord(p->in_free[slot], p->compute_stream));
-        // TODO(05-copy-out-wait): copy-out k reads the out-slot: which event says kernel k has written it, and which
-        // stream must wait for it?
+        // TODO(05-copy-out-wait): copy-out k reads the out-slot: which event says kernel
+        // k has written it, and which stream must wait for it?
         CUDA_CHECK(cudaMemcpyAsync(p->w->h_out + batch_begin(p, k), p->d_out_slot[slot],
                                    sizeof(float) * batch_len(p, k), cudaMemcpyDeviceToHost, p->copy_stream));
         CUDA_CHECK(cudaEventRecord(p->out_free[slot], p->copy_stream));
@@ -169,7 +169,8 @@ int part5_pipeline(workload *w, const options *o, report *r)
     pipeline_job p;
     pipeline_create(&p, w, o);
     cudaStream_t pair[2] = {p.copy_stream, p.compute_stream};
-    variant v[P_COUNT] = {  // in the order of the P_ names
+    variant v[P_COUNT] = {
+        // in the order of the P_ names
         {.fn = h2d_only, .ctx = w, .streams = w->streams, .nstreams = 1},
         {.fn = kernel_only, .ctx = w, .streams = w->streams, .nstreams = 1},
         {.fn = d2h_only, .ctx = w, .streams = w->streams, .nstreams = 1},
@@ -199,8 +200,9 @@ int part5_pipeline(workload *w, const options *o, report *r)
         fprintf(r->out, "  checked run with a %d us spin before every %s (--delay-on %s)\n", o->delay_us,
                 o->delay_on == DELAY_ON_COPY ? "copy-in" : "kernel", delay_names[o->delay_on]);
     if (bad)
-        fprintf(r->out, "  verification FAILED: %ld of %d elements differ from the sequential run: a kernel read "
-                        "its slot before the copy landed, or a copy-out read its slot before the kernel wrote it\n",
+        fprintf(r->out,
+                "  verification FAILED: %ld of %d elements differ from the sequential run: a kernel read "
+                "its slot before the copy landed, or a copy-out read its slot before the kernel wrote it\n",
                 bad, w->n);
     else
         fprintf(r->out, "  verified: bit-identical to the sequential run\n");

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 1734261955)
+// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 2716910565)
 // Fill in its 1 TODO.
 // priority.cu: part 4, what stream priority does. A flood of spin blocks fills
 // every SM for many waves; a small probe kernel is queued once the flood runs, on
@@ -14,7 +14,7 @@
 #include "common/kernels.h"  // defines: launch_spin, spin_blocks_per_sm, launch_probe
 #include "common/memory.h"   // defines: host_alloc
 #include "common/timing.h"   // defines: stats, stats_of, event_ms
-#include "overlap.h"  // defines: options, report, report_*
+#include "overlap.h"         // defines: options, report, report_*
 
 #define SPIN_THREADS 1024
 #define FLOOD_BLOCK_NS 20000  // each flood block spins 20 us
@@ -90,8 +90,8 @@ void part4_priority(const device_info *dev, const options *o, report *r)
     flood_create(&f, dev);
     cudaStream_t control, high;
     CUDA_CHECK(cudaStreamCreateWithPriority(&control, cudaStreamNonBlocking, dev->priority_least));
-    // TODO(05-priority): create `high` so that its blocks are scheduled before the flood's: which end of the device's
-    // priority range is the highest?
+    // TODO(05-priority): create `high` so that its blocks are scheduled before the
+    // flood's: which end of the device's priority range is the highest?
     CUDA_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, dev->priority_least));
     int n = o->priority_trials, in_flood = 0, tries = 0, kept = 0;
     double *wait_control = (double *)host_alloc(sizeof(double) * (size_t)n, "part 4's control waits");
@@ -109,8 +109,9 @@ void part4_priority(const device_info *dev, const options *o, report *r)
     }
     stats c = stats_of(wait_control, kept), h = stats_of(wait_high, kept);
 
-    fprintf(r->out, "\npart 4: a probe kernel queued %d us into a flood of %d blocks of %d us "
-                    "(%d per SM at once, %d waves), %d trials\n",
+    fprintf(r->out,
+            "\npart 4: a probe kernel queued %d us into a flood of %d blocks of %d us "
+            "(%d per SM at once, %d waves), %d trials\n",
             QUEUE_AFTER_US, f.flood_blocks, FLOOD_BLOCK_NS / 1000, f.blocks_per_sm, FLOOD_WAVES, n);
     print_probe(r, "equal priority", control, c);
     print_probe(r, "high priority", high, h);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/06_per_batch_sync/train.cu, made by `make lessons` (checksum 1504231879)
+// STUDENT VERSION of solutions/06_per_batch_sync/train.cu, made by `make lessons` (checksum 2988261931)
 // Fill in its 2 TODOs.
 // 06_per_batch_sync: a training loop that synchronises after every batch.
 //
@@ -34,13 +34,15 @@ static int train_loop(trainer *t, void *ctx)
         trainer_prepare(t, i, h_batch);  // the host's work: generate, augment, normalise
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        // TODO(06-copy-sync): the step must not read d_batch before the copy has landed; in this lesson the host waits
-        // for everything on the copy stream (write the CUDA call inside HOST_SYNC(t, ...), which counts and times it)
+        // TODO(06-copy-sync): the step must not read d_batch before the copy has landed;
+        // in this lesson the host waits for everything on the copy stream (write the CUDA call
+        // inside HOST_SYNC(t, ...), which counts and times it)
         trainer_step(t, i, d_batch, t->compute_stream);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
-        // TODO(06-step-sync): the next batch reuses h_batch and d_batch, and the loss copy must land before it is read:
-        // what must the host wait for, once per batch? (inside HOST_SYNC again)
+        // TODO(06-step-sync): the next batch reuses h_batch and d_batch, and the loss
+        // copy must land before it is read: what must the host wait for, once per batch? (inside
+        // HOST_SYNC again)
         if ((i + 1) % LOSS_READ_INTERVAL == 0 || i == t->opt.batches - 1)
             for (long k = i - i % LOSS_READ_INTERVAL; k <= i; k++) trainer_take_loss(t, k);
     }

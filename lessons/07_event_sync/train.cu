@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 515482759)
+// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 3205065762)
 // Fill in its 2 TODOs.
 // 07_event_sync: the same loop, ordered with events instead of stream synchronisation.
 //
@@ -56,13 +56,15 @@ static int train_loop(trainer *t, void *ctx)
         trainer_prepare(t, i, h_batch);  // the host's work: generate, augment, normalise
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        // TODO(07-copy-event): order the step after the copy on the device, not on the host: mark the copy's end with
-        // e->copied, and find the call that makes another stream wait for an event
+        // TODO(07-copy-event): order the step after the copy on the device, not on the
+        // host: mark the copy's end with e->copied, and find the call that makes another stream
+        // wait for an event
         trainer_step(t, i, d_batch, t->compute_stream);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
-        // TODO(07-step-event): where 06 synchronised the compute stream, record e->stepped after the loss copy and wait
-        // for that event instead (inside HOST_SYNC, as in 06)
+        // TODO(07-step-event): where 06 synchronised the compute stream, record
+        // e->stepped after the loss copy and wait for that event instead (inside HOST_SYNC, as in
+        // 06)
         if ((i + 1) % LOSS_READ_INTERVAL == 0 || i == t->opt.batches - 1)
             for (long k = i - i % LOSS_READ_INTERVAL; k <= i; k++) trainer_take_loss(t, k);
     }

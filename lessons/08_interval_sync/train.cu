@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 1582040612)
+// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 1227250060)
 // Fill in its 3 TODOs.
 // 08_interval_sync: the host synchronises once every N batches, not every batch.
 //
@@ -51,11 +51,12 @@ static int train_loop(trainer *t, void *ctx)
     for (long i = 0; i < t->opt.batches; i++) {
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        // TODO(08-host-slot): host slot s still feeds the copy of batch i-2: if that copy has not left it yet
-        // (event_pending), wait for its event, counted as a slot wait (SLOT_WAIT)
+        // TODO(08-host-slot): host slot s still feeds the copy of batch i-2: if that copy
+        // has not left it yet (event_pending), wait for its event, counted as a slot wait
+        // (SLOT_WAIT)
         trainer_prepare(t, i, h_batch);  // runs while the GPU trains on batch i-1
-        // TODO(08-device-slot): device slot s is still read by the step of batch i-2: make the copy stream (not the
-        // host) wait for it
+        // TODO(08-device-slot): device slot s is still read by the step of batch i-2:
+        // make the copy stream (not the host) wait for it
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
         CUDA_CHECK(cudaEventRecord(e->copied[s], t->copy_stream));
@@ -66,9 +67,10 @@ static int train_loop(trainer *t, void *ctx)
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
                                    t->compute_stream));
         CUDA_CHECK(cudaEventRecord(e->loss_ready[slot], t->compute_stream));
-        // TODO(08-interval): at the end of every interval, and after the last batch, wait once (HOST_SYNC) for the loss
-        // of batch i - e->lag (batch i after the last), unless no loss up to it is new (an interval of 1 at batch 0),
-        // then take every loss not yet taken up to it, each only once its own event says it landed
+        // TODO(08-interval): at the end of every interval, and after the last batch, wait
+        // once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), unless no
+        // loss up to it is new (an interval of 1 at batch 0), then take every loss not yet taken up
+        // to it, each only once its own event says it landed
     }
     return 0;
 }

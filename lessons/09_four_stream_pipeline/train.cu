@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 2582339160)
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 2078278790)
 // Fill in its 3 TODOs.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
@@ -58,17 +58,19 @@ static int train_loop(trainer *t, void *ctx)
         if (i >= SLOTS && event_pending(p->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(p->copied[s]));
         trainer_prepare(t, i, h_batch);
 
-        // TODO(09-slot-free): device slot s still holds batch i-3: make this copy stream wait until that batch's
-        // backward pass has finished reading it
+        // TODO(09-slot-free): device slot s still holds batch i-3: make this copy stream
+        // wait until that batch's backward pass has finished reading it
         test_delay(t, DELAY_COPY, copy);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, copy));
         CUDA_CHECK(cudaEventRecord(p->copied[s], copy));
 
-        // TODO(09-forward-waits): forward(i) needs its batch, and the weights that update(i-1) writes
+        // TODO(09-forward-waits): forward(i) needs its batch, and the weights that
+        // update(i-1) writes
         trainer_forward(t, d_batch, p->forward);
         CUDA_CHECK(cudaEventRecord(p->forwarded, p->forward));
 
-        // TODO(09-backward-wait): backward(i) reads the activations forward(i) wrote: order it after the forward pass
+        // TODO(09-backward-wait): backward(i) reads the activations forward(i) wrote:
+        // order it after the forward pass
         trainer_backward(t, i, d_batch, p->backward);
         CUDA_CHECK(cudaEventRecord(p->done[s], p->backward));
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.cu, made by `make lessons` (checksum 1337913601)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.cu, made by `make lessons` (checksum 771914494)
 // Fill in its 4 TODOs.
 // loaders.cu (lesson 10): the ring of pinned slots, every step of a slot's round guarded by one
 // lock (exercises 10-claim, 10-publish, 10-hand-back), and the loader threads that fill it
@@ -52,9 +52,10 @@ static int loaders_stuck(const loader_pool *p)
 // Loader k claims the next batch and its slot. Returns 0 when there is nothing left to claim.
 static int claim_batch(loader_pool *p, int k, long *batch, host_slot **slot, int *copy_queued)
 {
-    // TODO(10-claim): the next batch to prepare is p->next_batch, in slot batch % prefetch; a slot still holding an
-    // earlier batch is not yours yet (sleep_until_slot_free), and after waking the next batch may have been taken by
-    // another loader; leave the slot marked so no one else fills it
+    // TODO(10-claim): the next batch to prepare is p->next_batch, in slot batch %
+    // prefetch; a slot still holding an earlier batch is not yours yet (sleep_until_slot_free), and
+    // after waking the next batch may have been taken by another loader; leave the slot marked so
+    // no one else fills it
     (void)p, (void)k, (void)batch, (void)slot, (void)copy_queued;
     return 0;  // nothing claimed: the loader leaves at once
 }
@@ -62,15 +63,16 @@ static int claim_batch(loader_pool *p, int k, long *batch, host_slot **slot, int
 // The loader has filled its slot: hand the batch to the main thread.
 static void publish_batch(loader_pool *p, host_slot *slot)
 {
-    // TODO(10-publish): mark the slot READY and wake the main thread, which sleeps on batch_ready
+    // TODO(10-publish): mark the slot READY and wake the main thread, which sleeps on
+    // batch_ready
     (void)p, (void)slot;
 }
 
 // The main thread has queued the copy out of the slot: hand the slot back.
 void hand_back_slot(loader_pool *p, host_slot *slot, cudaStream_t copy_stream)
 {
-    // TODO(10-hand-back): record the slot's `copied` event on the copy stream (a loader will wait for it before
-    // refilling), mark the slot COPYING and wake the loaders
+    // TODO(10-hand-back): record the slot's `copied` event on the copy stream (a loader
+    // will wait for it before refilling), mark the slot COPYING and wake the loaders
     (void)p, (void)slot, (void)copy_stream;
 }
 
@@ -82,9 +84,10 @@ void hand_back_slot(loader_pool *p, host_slot *slot, cudaStream_t copy_stream)
 // from a loader thread, the main thread may be using CUDA at the same moment).
 static int wait_for_last_copy(loader_pool *p, int k, host_slot *slot, long i, char *why, size_t size)
 {
-    // TODO(10-recycle): the slot's last copy may still be reading the pinned buffer: ask its `copied` event
-    // (cudaEventQuery), and only if the copy is still pending wait for it on this thread (a TL_RANGE_LOADER_WAIT range,
-    // p->loader_waits counted under the lock); report an error into `why`, never exit
+    // TODO(10-recycle): the slot's last copy may still be reading the pinned buffer: ask
+    // its `copied` event (cudaEventQuery), and only if the copy is still pending wait for it on
+    // this thread (a TL_RANGE_LOADER_WAIT range, p->loader_waits counted under the lock); report an
+    // error into `why`, never exit
     (void)p, (void)k, (void)slot, (void)i, (void)why, (void)size;
     return 0;
 }

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.cu, made by `make lessons` (checksum 3616646877)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.cu, made by `make lessons` (checksum 3568474839)
 // Fill in its 1 TODO.
 // buckets.cu (lesson 12): the gradients grouped into buckets in the order the backward pass
 // finishes them (exercise 12-bucket-plan), the plan checked, and written as text.
@@ -18,9 +18,9 @@
 void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p)
 {
     memset(p, 0, sizeof *p);
-    // TODO(12-bucket-plan): walk down from the last layer; a bucket closes at the layer where its range of parameters
-    // (from that layer's W to its top layer's b: s->w_off, s->b_off, s->dims) reaches `bytes`, or at layer 1; fill
-    // first_layer, last_layer, first, floats, count
+    // TODO(12-bucket-plan): walk down from the last layer; a bucket closes at the layer
+    // where its range of parameters (from that layer's W to its top layer's b: s->w_off, s->b_off,
+    // s->dims) reaches `bytes`, or at layer 1; fill first_layer, last_layer, first, floats, count
     (void)s, (void)bytes;
 }
 
@@ -32,13 +32,13 @@ int plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_t si
         snprintf(why, size, "%d buckets for %d layers", p->count, s->layers);
         return 0;
     }
-    int next = s->layers;      // the layer the backward pass finishes next
+    int next = s->layers;     // the layer the backward pass finishes next
     size_t end = s->nparams;  // where that layer's parameters end
     for (int b = 0; b < p->count; b++) {
         int first = p->first_layer[b], last = p->last_layer[b];
         if (last != next || first < 1 || first > last) {
-            snprintf(why, size, "bucket %d holds layers %d to %d; the backward pass finishes layer %d next", b,
-                     first, last, next);
+            snprintf(why, size, "bucket %d holds layers %d to %d; the backward pass finishes layer %d next", b, first,
+                     last, next);
             return 0;
         }
         if (p->first[b] != s->w_off[first] || p->first[b] + p->floats[b] != end) {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2724674328)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 1901509877)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). meet.cu: how the ranks meet; buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
@@ -32,9 +32,9 @@
                              //          mlp_update, mlp_weights_checksum, mlp_shape_init, mlp_cpu_reference,
                              //          dataset_prepare_shard, dataset_init, fnv1a
 
-#define SHARD 512                   // samples per rank and batch, by default: --batch is 512 x ranks
-#define SLOTS 2                     // host and device batch slots (lesson 08)
-#define SYNC_INTERVAL 10            // batches between two reads of the losses (lesson 08)
+#define SHARD 512         // samples per rank and batch, by default: --batch is 512 x ranks
+#define SLOTS 2           // host and device batch slots (lesson 08)
+#define SYNC_INTERVAL 10  // batches between two reads of the losses (lesson 08)
 #define LOSS_RING (SYNC_INTERVAL + 1)
 #define MAX_BUCKETS MLP_MAX_LAYERS  // at most one bucket per layer
 #define PART_REPS 5                 // repetitions of each part timed alone
@@ -86,16 +86,15 @@ void plan_text(const bucket_plan *p, char *out, size_t size);
 // train.cu
 void prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch);
 void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream);
-void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream,
-                   int issue_buckets);
+void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream, int issue_buckets);
 int train_loop(trainer *t, void *ctx);
 int reference_loop(trainer *t, void *ctx);
 
 // report.cu
 void profile_parts(trainer *t, data_parallel *dp, part_times *p);
 int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out);
-void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x,
-            overlap_mode first, int global_batch, double bucket_mib, FILE *out);
+void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x, overlap_mode first,
+            int global_batch, double bucket_mib, FILE *out);
 int cpu_check_whole_batch(trainer *t, const train_options *o, FILE *out);
 
 #endif

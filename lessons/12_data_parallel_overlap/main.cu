@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 2231694579)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 1738173048)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
 // gradients averaged with NCCL while the backward pass is still running.
@@ -129,7 +129,8 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, data_p
                             "backward pass, or every bucket after it");
     specs[n++] = arg_double("bucket-mib", &o->bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
     dist_option_specs(&o->dist, &dp->fault, specs, &n);
-    const char *summary = "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n" DIST_HOW_TO_RUN("ranks");
+    const char *summary =
+        "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n" DIST_HOW_TO_RUN("ranks");
     args_parse(argc, argv, d->name, summary, specs, n);
     dist_configure(d, o->dist.rendezvous, o->dist.timeout_s);
     check_options(d, &o->train, dp);
@@ -152,8 +153,7 @@ static int run_and_report(trainer *t, data_parallel *dp, const options *o, FILE 
     x.reference = &reference;
     int ok = harness_run_with(t, variants, 2, &x);
     ok = ranks_agree(t, dp, ok, out);
-    if (x.step_ms[0] > 0)
-        report(t, dp, &parts, &x, (overlap_mode)o->first, o->train.batch, o->bucket_mib, out);
+    if (x.step_ms[0] > 0) report(t, dp, &parts, &x, (overlap_mode)o->first, o->train.batch, o->bucket_mib, out);
     return ok;
 }
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 2489977271)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 2629221485)
 // Fill in its 3 TODOs.
 // train.cu (lesson 12): this rank's shard of a batch; the step, each bucket's all-reduce issued
 // as soon as its gradients are ready (exercises 12-ready, 12-allreduce, 12-update-wait); lesson
@@ -33,7 +33,8 @@ void prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch)
 // the reference, and the parts timed alone (every bucket, then the whole gradient at once).
 void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream)
 {
-    // TODO(12-allreduce): sum that range of t->model.d_grads over the ranks into the same range of
+    // TODO(12-allreduce): sum that range of t->model.d_grads over the ranks into the same
+    // range of
     // dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, dp->dist->comm) on `stream`, inside NCCL_CHECK(dp->dist, ...)
     (void)t, (void)dp, (void)first, (void)floats, (void)stream;
 }
@@ -41,7 +42,8 @@ void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t flo
 // Issues bucket b's all-reduce on the communication stream, after its gradients.
 static void issue_bucket(trainer *t, data_parallel *dp, int b)
 {
-    // TODO(12-ready): the all-reduce must not read the bucket's gradients before the backward pass
+    // TODO(12-ready): the all-reduce must not read the bucket's gradients before the
+    // backward pass
     // has written them: mark that point on the compute stream with grads_ready[b], and make the communication
     // stream (not the host) wait for it
     test_delay(t, DELAY_COPY, dp->comm_stream);  // the test hook holds communication back with the copies
@@ -52,8 +54,7 @@ static void issue_bucket(trainer *t, data_parallel *dp, int b)
 // The loss of batch i into its ring slot, then every layer's gradients, last layer
 // first, on `stream` (mlp_backward without its update). With issue_buckets, each
 // bucket's all-reduce is issued as soon as the layer that completes it is queued.
-void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream,
-                   int issue_buckets)
+void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream, int issue_buckets)
 {
     mlp_model *m = &t->model;
     int L = m->shape.layers, cols = t->opt.batch, b = 0;
@@ -62,8 +63,8 @@ void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaSt
     // the mean is over this rank's shard; the update then takes the mean of the ranks' means
     mlp_loss(m, m->d_act[L], batch_targets(t, d_batch), delta, trainer_loss_slot(t, i), cols, cols, stream);
     for (int l = L; l >= 1; l--) {
-        mlp_backward_layer(m, l, l == 1 ? batch_features(d_batch) : m->d_act[l - 1], delta, l > 1 ? prev : NULL,
-                           cols, 0, stream);
+        mlp_backward_layer(m, l, l == 1 ? batch_features(d_batch) : m->d_act[l - 1], delta, l > 1 ? prev : NULL, cols,
+                           0, stream);
         float *swap = delta;
         delta = prev;
         prev = swap;
@@ -82,8 +83,9 @@ static void train_step(trainer *t, data_parallel *dp, long i, float *d_batch)
     if (dp->overlap == OVERLAP_NONE)
         for (int b = 0; b < dp->plan.count; b++) issue_bucket(t, dp, b);
     for (int b = 0; b < dp->plan.count; b++) {
-        // TODO(12-update-wait): the update of bucket b reads its range of dp->d_sum, which its all-reduce writes on the
-        // other stream: make the compute stream wait for that all-reduce first
+        // TODO(12-update-wait): the update of bucket b reads its range of dp->d_sum,
+        // which its all-reduce writes on the other stream: make the compute stream wait for that
+        // all-reduce first
         mlp_update(&dp->averaged, dp->plan.first[b], dp->plan.floats[b], compute);
     }
 }
@@ -99,7 +101,8 @@ static void average_losses(trainer *t, data_parallel *dp)
     size_t n = (size_t)t->opt.batches;
     for (size_t i = 0; i < n; i++) dp->h_losses[i] = (float)t->run.losses[i];
     CUDA_CHECK(cudaMemcpyAsync(dp->d_losses, dp->h_losses, sizeof(float) * n, cudaMemcpyHostToDevice, dp->comm_stream));
-    NCCL_CHECK(dp->dist, ncclAllReduce(dp->d_losses, dp->d_losses, n, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
+    NCCL_CHECK(dp->dist,
+               ncclAllReduce(dp->d_losses, dp->d_losses, n, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
     CUDA_CHECK(cudaMemcpyAsync(dp->h_losses, dp->d_losses, sizeof(float) * n, cudaMemcpyDeviceToHost, dp->comm_stream));
     CUDA_CHECK(cudaEventRecord(dp->losses_averaged, dp->comm_stream));
     HOST_SYNC(t, dist_event_wait(dp->dist, dp->losses_averaged));

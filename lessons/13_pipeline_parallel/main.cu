@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 1121576101)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 4114348878)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -53,8 +53,8 @@ static void setup(trainer *t, pipeline *pp, int stages, int micro_batches)
         for (int e = 0; e < 4; e++) CUDA_CHECK(cudaEventCreateWithFlags(ev[e], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&pp->links_idle[k], cudaEventDisableTiming));
     }
-    pp->host_copied =
-        (cudaEvent_t *)host_calloc((size_t)HOST_SLOTS * M, sizeof(cudaEvent_t), "the host regions' events");
+    pp->host_copied = (cudaEvent_t *)host_calloc((size_t)HOST_SLOTS * M, sizeof(cudaEvent_t),
+                                                 "the host regions' events");
     for (int r = 0; r < HOST_SLOTS * M; r++)
         CUDA_CHECK(cudaEventCreateWithFlags(&pp->host_copied[r], cudaEventDisableTiming));
     pp->d_parts = (float *)device_alloc(sizeof(float) * STEP_RING * M);
@@ -165,14 +165,20 @@ static void check_options(const dist_env *d, const options *o, const pipeline *p
     const train_options *t = &o->train;
     int layers = t->hidden_layers + 1;
     if (o->stages > layers)
-        usage_error(d->name, "--stages %d: the model has %d weight layers (--layers %d hidden, and the output layer); "
-                    "every stage needs one at least", o->stages, layers, t->hidden_layers);
+        usage_error(d->name,
+                    "--stages %d: the model has %d weight layers (--layers %d hidden, and the output layer); "
+                    "every stage needs one at least",
+                    o->stages, layers, t->hidden_layers);
     if (!o->showing && o->stages != d->world)
-        usage_error(d->name, "--stages %d: this run has %d rank%s; every stage is a rank on a GPU of its own "
-                    "(tools/launch -n %d ...)", o->stages, d->world, d->world == 1 ? "" : "s", o->stages);
+        usage_error(d->name,
+                    "--stages %d: this run has %d rank%s; every stage is a rank on a GPU of its own "
+                    "(tools/launch -n %d ...)",
+                    o->stages, d->world, d->world == 1 ? "" : "s", o->stages);
     if (t->batch % o->micro_batches != 0)
-        usage_error(d->name, "--batch %d is not divisible by --micro-batches %d: every micro-batch holds as many "
-                    "samples", t->batch, o->micro_batches);
+        usage_error(d->name,
+                    "--batch %d is not divisible by --micro-batches %d: every micro-batch holds as many "
+                    "samples",
+                    t->batch, o->micro_batches);
     dist_fault_check(d, &pp->fault, t->batches);
 }
 
@@ -195,7 +201,9 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
     specs[n++] = arg_flag("show-schedule", &o->showing,
                           "print every stage's order of forwards and backwards and stop (no GPU; with --stages)");
     dist_option_specs(&o->dist, &pp->fault, specs, &n);
-    const char *summary = "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n" DIST_HOW_TO_RUN("stages");
+    const char *summary =
+        "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n" DIST_HOW_TO_RUN(
+            "stages");
     args_parse(argc, argv, d->name, summary, specs, n);
     if (o->stages == 0) o->stages = d->world;
     check_options(d, o, pp);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 3053622811)
+// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 4218086163)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // report.cu (lesson 13): each part alone (what the prediction is made of), the checks
 // across stages, and the report.
@@ -69,26 +69,27 @@ static void layer_checksums(trainer *t, uint64_t *sums)
 typedef enum { PEAK_SLOTS, PEAK_BYTES, FORWARD_MS, BACKWARD_MS, UPDATE_MS } stage_figure;
 
 // "a,b,c": one figure per stage (the peaks of schedule `which`).
-static void per_stage(const stage_report *all, int stages, schedule_kind which, stage_figure f, char *out,
-                      size_t size)
+static void per_stage(const stage_report *all, int stages, schedule_kind which, stage_figure f, char *out, size_t size)
 {
     size_t at = 0;
     out[0] = '\0';
     for (int r = 0; r < stages && at < size; r++) {
         const stage_report *x = &all[r];
-        double v = f == PEAK_SLOTS ? (double)x->peak_slots[which]
-                 : f == PEAK_BYTES ? (double)x->act_device_bytes[which]
-                 : f == FORWARD_MS ? x->forward_ms : f == BACKWARD_MS ? x->backward_ms : x->update_ms;
+        double v = f == PEAK_SLOTS    ? (double)x->peak_slots[which]
+                   : f == PEAK_BYTES  ? (double)x->act_device_bytes[which]
+                   : f == FORWARD_MS  ? x->forward_ms
+                   : f == BACKWARD_MS ? x->backward_ms
+                                      : x->update_ms;
         at += (size_t)snprintf(out + at, size - at, f <= PEAK_BYTES ? "%s%.0f" : "%s%.4f", r ? "," : "", v);
     }
 }
 
 // What rank 0 makes of every stage's report.
 typedef struct {
-    int verified, once;                  // every rank's checks passed; every crossing counted once
-    long act, error, expected;           // the lesson's own schedule's last run: sends up, sends down
-    double max_f, max_b, max_u;          // the slowest stage's parts alone
-    double predicted, ideal, bubble;     // the model of the step
+    int verified, once;               // every rank's checks passed; every crossing counted once
+    long act, error, expected;        // the lesson's own schedule's last run: sends up, sends down
+    double max_f, max_b, max_u;       // the slowest stage's parts alone
+    double predicted, ideal, bubble;  // the model of the step
     char layers[128], sums[(MLP_MAX_LAYERS + 1) * 18];
 } pipeline_figures;
 
@@ -147,16 +148,21 @@ static void print_report(FILE *out, const dist_env *d, const stage_shape *st, co
     fprintf(out, "pipeline: %d stage%s (layers %s), %d micro-batches of %d samples, %s first\n", p, p == 1 ? "" : "s",
             g->layers, st->micro_batches, st->cols, SCHEDULE_NAMES[first]);
     for (int r = 0; r < p; r++)
-        fprintf(out, "  stage %d alone, per micro-batch (median of %d): forward %.3f ms, backward %.3f ms; "
-                     "update %.3f ms%s\n", r, PART_REPS, all[r].forward_ms, all[r].backward_ms, all[r].update_ms,
-                not_perf);
-    fprintf(out, "  predicted step (critical path, no hand-over time): %.3f ms; without a bubble: %.3f ms; "
-                 "bubble (p-1)/(m+p-1) = %.1f%% of the step%s\n", g->predicted, g->ideal, 100 * g->bubble, not_perf);
+        fprintf(out,
+                "  stage %d alone, per micro-batch (median of %d): forward %.3f ms, backward %.3f ms; "
+                "update %.3f ms%s\n",
+                r, PART_REPS, all[r].forward_ms, all[r].backward_ms, all[r].update_ms, not_perf);
+    fprintf(out,
+            "  predicted step (critical path, no hand-over time): %.3f ms; without a bubble: %.3f ms; "
+            "bubble (p-1)/(m+p-1) = %.1f%% of the step%s\n",
+            g->predicted, g->ideal, 100 * g->bubble, not_perf);
     for (int k = 0; k < 2; k++) {
         schedule_kind which = runs[k]->kind;
         per_stage(all, p, which, PEAK_SLOTS, slots, sizeof slots);
-        fprintf(out, "  %-5s step %.3f ms (%.2f x predicted; bubble from the step %.1f%%)%s; activation slots per "
-                     "stage: %s\n", SCHEDULE_NAMES[which], x->step_ms[k], x->step_ms[k] / g->predicted,
+        fprintf(out,
+                "  %-5s step %.3f ms (%.2f x predicted; bubble from the step %.1f%%)%s; activation slots per "
+                "stage: %s\n",
+                SCHEDULE_NAMES[which], x->step_ms[k], x->step_ms[k] / g->predicted,
                 100 * (1 - g->ideal / x->step_ms[k]), not_perf, slots);
     }
     fprintf(out, "  crossings per run: %ld activations, %ld errors (%ld each expected): %s\n", g->act, g->error,
@@ -165,8 +171,7 @@ static void print_report(FILE *out, const dist_env *d, const stage_shape *st, co
 }
 
 static void write_report(json_writer *js, const dist_env *d, const stage_shape *st, const stage_report *all,
-                         schedule_run *runs[2], const harness_extras *x, schedule_kind first,
-                         const pipeline_figures *g)
+                         schedule_run *runs[2], const harness_extras *x, schedule_kind first, const pipeline_figures *g)
 {
     int p = st->stages;
     char list[512], key[64];
@@ -220,8 +225,8 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
 // its parts alone) gathered to rank 0, which prints and writes the figures the lesson is
 // about. Every rank calls it (a collective). Returns 1 when every rank's checks passed and
 // every micro-batch crossed once each way.
-int stages_agree(trainer *t, pipeline *pp, schedule_run *runs[2], const part_times *parts,
-                 const harness_extras *x, schedule_kind first, int ok, FILE *out)
+int stages_agree(trainer *t, pipeline *pp, schedule_run *runs[2], const part_times *parts, const harness_extras *x,
+                 schedule_kind first, int ok, FILE *out)
 {
     dist_env *d = pp->dist;
     const stage_shape *st = &pp->st;

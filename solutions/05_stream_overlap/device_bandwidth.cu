@@ -8,7 +8,7 @@
 #include "common/device.h"  // defines: device_info, device_report
 #include "common/memory.h"  // defines: host_alloc
 #include "common/timing.h"  // defines: stats, time_gpu_work
-#include "overlap.h"  // defines: workload, options, report, report_*, both_copies
+#include "overlap.h"        // defines: workload, options, report, report_*, both_copies
 
 // ----------------------------------------------------------------------------
 // Part 1: the device.

@@ -6,7 +6,7 @@
 #include "common/memory.h"  // defines: host_alloc
 #include "common/timing.h"  // defines: stats, stats_of, time_gpu_work
 #include "common/trace.h"   // defines: trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"  // defines: variant, workload, options, poison, compare_bits
+#include "overlap.h"        // defines: variant, workload, options, poison, compare_bits
 
 // Times n variants round-robin, one repetition of each per round: a slow moment
 // of the machine (its PCIe link can be shared) then touches all of them alike,

@@ -17,7 +17,7 @@
 #include "common/device.h"  // defines: device_info, gpu_open
 #include "common/json.h"    // defines: json_begin, json_end
 #include "common/trace.h"   // defines: trace_start, trace_add_window, trace_on, trace_finish
-#include "overlap.h"  // defines: options, workload, report, the parts
+#include "overlap.h"        // defines: options, workload, report, the parts
 
 int main(int argc, char **argv)
 {

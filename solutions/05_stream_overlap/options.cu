@@ -4,15 +4,27 @@
 #include "common/args.h"    // defines: arg_spec, arg_int, arg_double, arg_flag, arg_string, arg_choice,
                             //          args_parse, usage_error
 #include "common/memory.h"  // defines: host_memory_bytes
-#include "overlap.h"  // defines: options, delay_point, runs_part, needs_data
+#include "overlap.h"        // defines: options, delay_point, runs_part, needs_data
 
 #define GIB 1073741824.0
 
 options parse_options(int argc, char **argv)
 {
-    options o = {.size_mib = 256, .streams = 4, .chunks = 32, .kernel_work = 0, .kernel_ratio = 1.0, .reps = 10,
-                 .warmup = 2, .batches = 8, .priority_trials = 50, .only = 0, .delay_us = 0,
-                 .delay_on = DELAY_ON_COMPUTE, .json = 0, .timeline = 0, .trace_path = NULL};
+    options o = {.size_mib = 256,
+                 .streams = 4,
+                 .chunks = 32,
+                 .kernel_work = 0,
+                 .kernel_ratio = 1.0,
+                 .reps = 10,
+                 .warmup = 2,
+                 .batches = 8,
+                 .priority_trials = 50,
+                 .only = 0,
+                 .delay_us = 0,
+                 .delay_on = DELAY_ON_COMPUTE,
+                 .json = 0,
+                 .timeline = 0,
+                 .trace_path = NULL};
     const arg_spec specs[] = {
         arg_int("size-mib", &o.size_mib, 1, 4096, "MIB", "data size, each direction"),
         arg_int("streams", &o.streams, 1, MAX_STREAMS, "N", "streams for the overlapped runs (part 3)"),
@@ -51,8 +63,9 @@ void check_host_memory(const options *o)
     double need = 3 * bytes + (runs_part(o, 2) ? 2 * bytes : 0);
     size_t have = host_memory_bytes();
     if (have && need > 0.8 * have)
-        usage_error(PROG, "--size-mib %d needs %.2f GiB of host memory (3 pinned buffers%s); the limit is 80%% of "
-                          "this machine's %.2f GiB, %.2f GiB",
+        usage_error(PROG,
+                    "--size-mib %d needs %.2f GiB of host memory (3 pinned buffers%s); the limit is 80%% of "
+                    "this machine's %.2f GiB, %.2f GiB",
                     o->size_mib, need / GIB, runs_part(o, 2) ? " and part 2's 2 pageable ones" : "", have / GIB,
                     0.8 * have / GIB);
 }
@@ -67,8 +80,9 @@ void check_device_memory(const options *o, const device_info *dev)
     if (runs_part(o, 5)) need += 4 * (elements / o->batches + 2) * sizeof(float);
     double reserve = 64 << 20;  // the CUDA context's own allocations
     if (need + reserve > dev->mem_free)
-        usage_error(PROG, "--size-mib %d needs %.2f GiB of device memory (input, output%s); the limit is the GPU's "
-                          "%.2f GiB free less 64 MiB for CUDA's own use, %.2f GiB",
+        usage_error(PROG,
+                    "--size-mib %d needs %.2f GiB of device memory (input, output%s); the limit is the GPU's "
+                    "%.2f GiB free less 64 MiB for CUDA's own use, %.2f GiB",
                     o->size_mib, need / GIB, runs_part(o, 5) ? " and part 5's slots" : "", dev->mem_free / GIB,
                     dev->mem_free > reserve ? (dev->mem_free - reserve) / GIB : 0.0);
 }

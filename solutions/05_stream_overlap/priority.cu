@@ -12,7 +12,7 @@
 #include "common/kernels.h"  // defines: launch_spin, spin_blocks_per_sm, launch_probe
 #include "common/memory.h"   // defines: host_alloc
 #include "common/timing.h"   // defines: stats, stats_of, event_ms
-#include "overlap.h"  // defines: options, report, report_*
+#include "overlap.h"         // defines: options, report, report_*
 
 #define SPIN_THREADS 1024
 #define FLOOD_BLOCK_NS 20000  // each flood block spins 20 us
@@ -88,7 +88,8 @@ void part4_priority(const device_info *dev, const options *o, report *r)
     flood_create(&f, dev);
     cudaStream_t control, high;
     CUDA_CHECK(cudaStreamCreateWithPriority(&control, cudaStreamNonBlocking, dev->priority_least));
-    // BEGIN SOLUTION(05-priority): create `high` so that its blocks are scheduled before the flood's: which end of the device's priority range is the highest?
+    // BEGIN SOLUTION(05-priority): create `high` so that its blocks are scheduled before the
+    // flood's: which end of the device's priority range is the highest?
     CUDA_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, dev->priority_greatest));
     //| CUDA_CHECK(cudaStreamCreateWithPriority(&high, cudaStreamNonBlocking, dev->priority_least));
     // END SOLUTION
@@ -108,8 +109,9 @@ void part4_priority(const device_info *dev, const options *o, report *r)
     }
     stats c = stats_of(wait_control, kept), h = stats_of(wait_high, kept);
 
-    fprintf(r->out, "\npart 4: a probe kernel queued %d us into a flood of %d blocks of %d us "
-                    "(%d per SM at once, %d waves), %d trials\n",
+    fprintf(r->out,
+            "\npart 4: a probe kernel queued %d us into a flood of %d blocks of %d us "
+            "(%d per SM at once, %d waves), %d trials\n",
             QUEUE_AFTER_US, f.flood_blocks, FLOOD_BLOCK_NS / 1000, f.blocks_per_sm, FLOOD_WAVES, n);
     print_probe(r, "equal priority", control, c);
     print_probe(r, "high priority", high, h);

@@ -7,7 +7,7 @@
 #include "common/check.h"   // defines: CUDA_CHECK
 #include "common/memory.h"  // defines: host_calloc
 #include "common/trace.h"   // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"  // defines: workload, options, report, launch_fma_chain
+#include "overlap.h"        // defines: workload, options, report, launch_fma_chain
 
 #define POISON_BYTE 0xFF  // every float byte 0xFF is a NaN: an unwritten element cannot pass
 
@@ -84,8 +84,7 @@ long compare_bits(const char *what, const float *ref, const float *got, int n, F
 void h2d_only(void *arg)
 {
     workload *w = (workload *)arg;
-    CUDA_CHECK(cudaMemcpyAsync(w->d_in, w->h_in, sizeof(float) * (size_t)w->n, cudaMemcpyHostToDevice,
-                               w->streams[0]));
+    CUDA_CHECK(cudaMemcpyAsync(w->d_in, w->h_in, sizeof(float) * (size_t)w->n, cudaMemcpyHostToDevice, w->streams[0]));
 }
 
 void kernel_only(void *arg)
@@ -97,8 +96,8 @@ void kernel_only(void *arg)
 void d2h_only(void *arg)
 {
     workload *w = (workload *)arg;
-    CUDA_CHECK(cudaMemcpyAsync(w->h_out, w->d_out, sizeof(float) * (size_t)w->n, cudaMemcpyDeviceToHost,
-                               w->streams[0]));
+    CUDA_CHECK(
+        cudaMemcpyAsync(w->h_out, w->d_out, sizeof(float) * (size_t)w->n, cudaMemcpyDeviceToHost, w->streams[0]));
 }
 
 // Both directions at once, on two streams: what overlapped copies really get
@@ -107,8 +106,8 @@ void both_copies(void *arg)
 {
     workload *w = (workload *)arg;
     h2d_only(w);
-    CUDA_CHECK(cudaMemcpyAsync(w->h_out, w->d_out, sizeof(float) * (size_t)w->n, cudaMemcpyDeviceToHost,
-                               w->streams[1]));
+    CUDA_CHECK(
+        cudaMemcpyAsync(w->h_out, w->d_out, sizeof(float) * (size_t)w->n, cudaMemcpyDeviceToHost, w->streams[1]));
 }
 
 void run_sequential(void *arg)
@@ -127,7 +126,7 @@ static int balance_kernel_work(workload *w, const options *o)
 {
     double h2d = time_gpu_work(h2d_only, w, w->streams, 1, o->warmup, o->reps).median;
     CUDA_CHECK(cudaMemset(w->d_out, 0, sizeof(float) * (size_t)w->n));  // never copy what nothing wrote
-    CUDA_CHECK(cudaDeviceSynchronize());  // the legacy stream's memset, before the copy
+    CUDA_CHECK(cudaDeviceSynchronize());                                // the legacy stream's memset, before the copy
     double d2h = time_gpu_work(d2h_only, w, w->streams, 1, o->warmup, o->reps).median;
     double target = o->kernel_ratio * 0.5 * (h2d + d2h);
     const int w0 = 64, w1 = 1024;
@@ -160,8 +159,10 @@ int make_reference(workload *w, const options *o, report *r)
         if (memcmp(&want, &w->h_ref[i], sizeof want) != 0 && bad++ < 3)
             fprintf(r->out, "  sequential: element %d is %.9g, the host computes %.9g\n", i, w->h_ref[i], want);
     }
-    fprintf(r->out, "\nreference: the sequential run, kernel work %d FMAs per element; %ld of %ld sampled "
-                    "elements equal the host's\n", w->work, checked - bad, checked);
+    fprintf(r->out,
+            "\nreference: the sequential run, kernel work %d FMAs per element; %ld of %ld sampled "
+            "elements equal the host's\n",
+            w->work, checked - bad, checked);
     report_int(r, "kernel_work", w->work);
     report_bool(r, "reference_verified", bad == 0);
     return bad == 0;

@@ -54,14 +54,18 @@ static int train_loop(trainer *t, void *ctx)
         trainer_prepare(t, i, h_batch);  // the host's work: generate, augment, normalise
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        // BEGIN SOLUTION(07-copy-event): order the step after the copy on the device, not on the host: mark the copy's end with e->copied, and find the call that makes another stream wait for an event
+        // BEGIN SOLUTION(07-copy-event): order the step after the copy on the device, not on the
+        // host: mark the copy's end with e->copied, and find the call that makes another stream
+        // wait for an event
         CUDA_CHECK(cudaEventRecord(e->copied, t->copy_stream));
         CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, e->copied, 0));
         // END SOLUTION
         trainer_step(t, i, d_batch, t->compute_stream);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
-        // BEGIN SOLUTION(07-step-event): where 06 synchronised the compute stream, record e->stepped after the loss copy and wait for that event instead (inside HOST_SYNC, as in 06)
+        // BEGIN SOLUTION(07-step-event): where 06 synchronised the compute stream, record
+        // e->stepped after the loss copy and wait for that event instead (inside HOST_SYNC, as in
+        // 06)
         CUDA_CHECK(cudaEventRecord(e->stepped, t->compute_stream));
         HOST_SYNC(t, cudaEventSynchronize(e->stepped));
         // END SOLUTION

@@ -49,11 +49,14 @@ static int train_loop(trainer *t, void *ctx)
     for (long i = 0; i < t->opt.batches; i++) {
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        // BEGIN SOLUTION(08-host-slot): host slot s still feeds the copy of batch i-2: if that copy has not left it yet (event_pending), wait for its event, counted as a slot wait (SLOT_WAIT)
+        // BEGIN SOLUTION(08-host-slot): host slot s still feeds the copy of batch i-2: if that copy
+        // has not left it yet (event_pending), wait for its event, counted as a slot wait
+        // (SLOT_WAIT)
         if (i >= SLOTS && event_pending(e->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(e->copied[s]));
         // END SOLUTION
         trainer_prepare(t, i, h_batch);  // runs while the GPU trains on batch i-1
-        // BEGIN SOLUTION(08-device-slot): device slot s is still read by the step of batch i-2: make the copy stream (not the host) wait for it
+        // BEGIN SOLUTION(08-device-slot): device slot s is still read by the step of batch i-2:
+        // make the copy stream (not the host) wait for it
         if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, e->stepped[s], 0));
         // END SOLUTION
         test_delay(t, DELAY_COPY, t->copy_stream);
@@ -66,7 +69,10 @@ static int train_loop(trainer *t, void *ctx)
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
                                    t->compute_stream));
         CUDA_CHECK(cudaEventRecord(e->loss_ready[slot], t->compute_stream));
-        // BEGIN SOLUTION(08-interval): at the end of every interval, and after the last batch, wait once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), unless no loss up to it is new (an interval of 1 at batch 0), then take every loss not yet taken up to it, each only once its own event says it landed
+        // BEGIN SOLUTION(08-interval): at the end of every interval, and after the last batch, wait
+        // once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), unless no
+        // loss up to it is new (an interval of 1 at batch 0), then take every loss not yet taken up
+        // to it, each only once its own event says it landed
         int last = i == t->opt.batches - 1;
         long upto = last ? i : i - e->lag;
         if (((i + 1) % e->sync_interval == 0 || last) && upto >= next_loss) {

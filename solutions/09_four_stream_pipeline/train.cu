@@ -56,21 +56,24 @@ static int train_loop(trainer *t, void *ctx)
         if (i >= SLOTS && event_pending(p->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(p->copied[s]));
         trainer_prepare(t, i, h_batch);
 
-        // BEGIN SOLUTION(09-slot-free): device slot s still holds batch i-3: make this copy stream wait until that batch's backward pass has finished reading it
+        // BEGIN SOLUTION(09-slot-free): device slot s still holds batch i-3: make this copy stream
+        // wait until that batch's backward pass has finished reading it
         if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(copy, p->done[s], 0));
         // END SOLUTION
         test_delay(t, DELAY_COPY, copy);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, copy));
         CUDA_CHECK(cudaEventRecord(p->copied[s], copy));
 
-        // BEGIN SOLUTION(09-forward-waits): forward(i) needs its batch, and the weights that update(i-1) writes
+        // BEGIN SOLUTION(09-forward-waits): forward(i) needs its batch, and the weights that
+        // update(i-1) writes
         CUDA_CHECK(cudaStreamWaitEvent(p->forward, p->copied[s], 0));
         if (i > 0) CUDA_CHECK(cudaStreamWaitEvent(p->forward, p->done[(i - 1) % SLOTS], 0));
         // END SOLUTION
         trainer_forward(t, d_batch, p->forward);
         CUDA_CHECK(cudaEventRecord(p->forwarded, p->forward));
 
-        // BEGIN SOLUTION(09-backward-wait): backward(i) reads the activations forward(i) wrote: order it after the forward pass
+        // BEGIN SOLUTION(09-backward-wait): backward(i) reads the activations forward(i) wrote:
+        // order it after the forward pass
         CUDA_CHECK(cudaStreamWaitEvent(p->backward, p->forwarded, 0));
         // END SOLUTION
         trainer_backward(t, i, d_batch, p->backward);

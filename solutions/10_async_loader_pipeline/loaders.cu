@@ -50,7 +50,10 @@ static int loaders_stuck(const loader_pool *p)
 // Loader k claims the next batch and its slot. Returns 0 when there is nothing left to claim.
 static int claim_batch(loader_pool *p, int k, long *batch, host_slot **slot, int *copy_queued)
 {
-    // BEGIN SOLUTION(10-claim): the next batch to prepare is p->next_batch, in slot batch % prefetch; a slot still holding an earlier batch is not yours yet (sleep_until_slot_free), and after waking the next batch may have been taken by another loader; leave the slot marked so no one else fills it
+    // BEGIN SOLUTION(10-claim): the next batch to prepare is p->next_batch, in slot batch %
+    // prefetch; a slot still holding an earlier batch is not yours yet (sleep_until_slot_free), and
+    // after waking the next batch may have been taken by another loader; leave the slot marked so
+    // no one else fills it
     for (;;) {
         if (p->stop || p->next_batch >= p->t->opt.batches) return 0;
         *batch = p->next_batch;
@@ -71,7 +74,8 @@ static int claim_batch(loader_pool *p, int k, long *batch, host_slot **slot, int
 // The loader has filled its slot: hand the batch to the main thread.
 static void publish_batch(loader_pool *p, host_slot *slot)
 {
-    // BEGIN SOLUTION(10-publish): mark the slot READY and wake the main thread, which sleeps on batch_ready
+    // BEGIN SOLUTION(10-publish): mark the slot READY and wake the main thread, which sleeps on
+    // batch_ready
     slot->state = SLOT_READY;
     pthread_cond_broadcast(&p->batch_ready);
     //| (void)p, (void)slot;
@@ -81,7 +85,8 @@ static void publish_batch(loader_pool *p, host_slot *slot)
 // The main thread has queued the copy out of the slot: hand the slot back.
 void hand_back_slot(loader_pool *p, host_slot *slot, cudaStream_t copy_stream)
 {
-    // BEGIN SOLUTION(10-hand-back): record the slot's `copied` event on the copy stream (a loader will wait for it before refilling), mark the slot COPYING and wake the loaders
+    // BEGIN SOLUTION(10-hand-back): record the slot's `copied` event on the copy stream (a loader
+    // will wait for it before refilling), mark the slot COPYING and wake the loaders
     CUDA_CHECK(cudaEventRecord(slot->copied, copy_stream));
     slot->state = SLOT_COPYING;
     wake_loaders(p);
@@ -97,7 +102,10 @@ void hand_back_slot(loader_pool *p, host_slot *slot, cudaStream_t copy_stream)
 // from a loader thread, the main thread may be using CUDA at the same moment).
 static int wait_for_last_copy(loader_pool *p, int k, host_slot *slot, long i, char *why, size_t size)
 {
-    // BEGIN SOLUTION(10-recycle): the slot's last copy may still be reading the pinned buffer: ask its `copied` event (cudaEventQuery), and only if the copy is still pending wait for it on this thread (a TL_RANGE_LOADER_WAIT range, p->loader_waits counted under the lock); report an error into `why`, never exit
+    // BEGIN SOLUTION(10-recycle): the slot's last copy may still be reading the pinned buffer: ask
+    // its `copied` event (cudaEventQuery), and only if the copy is still pending wait for it on
+    // this thread (a TL_RANGE_LOADER_WAIT range, p->loader_waits counted under the lock); report an
+    // error into `why`, never exit
     cudaError_t state = cudaEventQuery(slot->copied);
     if (state == cudaErrorNotReady) {
         trace_range r = trace_begin(TL_RANGE_LOADER_WAIT, "loader wait", (int)i);

@@ -21,10 +21,10 @@ typedef struct {
 typedef struct loader_pool loader_pool;
 typedef struct {
     loader_pool *pool;
-    int k;               // loader k of the pool
+    int k;  // loader k of the pool
     pthread_t thread;
-    int running;         // has not returned yet
-    int blocked;         // sleeps on slot_free and has not been signalled since
+    int running;  // has not returned yet
+    int blocked;  // sleeps on slot_free and has not been signalled since
 } loader;
 
 struct loader_pool {
@@ -36,14 +36,13 @@ struct loader_pool {
     pthread_cond_t slot_free;    // signalled when a slot is handed back (or on stop)
     pthread_cond_t batch_ready;  // signalled when a batch is ready, a loader blocks or leaves (or on stop)
     cudaEvent_t copied_dev[DEVICE_SLOTS], stepped[DEVICE_SLOTS];
-    loss_ring losses;            // lesson 08's loss ring, from common/trainer.c
+    loss_ring losses;  // lesson 08's loss ring, from common/trainer.c
     // one run's state, set by start_loaders
-    long next_batch;             // the next batch a loader will claim
-    int stop;                    // no loader claims or prepares anything once set
-    char error[200];             // why the run stopped early, if it did
-    long loader_waits;           // times a loader found its slot's last copy still running
+    long next_batch;    // the next batch a loader will claim
+    int stop;           // no loader claims or prepares anything once set
+    char error[200];    // why the run stopped early, if it did
+    long loader_waits;  // times a loader found its slot's last copy still running
 };
-
 
 // The main thread has queued the copy out of the slot: hands the slot back (p->lock held).
 void hand_back_slot(loader_pool *p, host_slot *slot, cudaStream_t copy_stream);

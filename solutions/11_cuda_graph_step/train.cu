@@ -51,8 +51,8 @@
 
 static const char *PROG = "11_cuda_graph_step";
 
-#define HOST_SLOTS 2             // pinned batches: the host prepares one while the other waits for its copy
-#define MAX_SYNC_INTERVAL 100    // each loss-ring slot costs a graph
+#define HOST_SLOTS 2           // pinned batches: the host prepares one while the other waits for its copy
+#define MAX_SYNC_INTERVAL 100  // each loss-ring slot costs a graph
 
 typedef struct {
     int sync_interval;               // batches between two host synchronisations (lesson 08)
@@ -82,7 +82,9 @@ static void issue_step(graph_step *g, trainer *t, long i, int capturing)
 {
     int s = (int)(i % HOST_SLOTS), k = (int)(i % g->ring);
     float *d_batch = t->d_batch[0];  // one device slot: the next step's copy waits for this step (the join)
-    // BEGIN SOLUTION(11-external): the host waits on copied[s] and on the loss ring's events, but inside a capture a plain record is only an edge of the graph: pick the record flag that makes it a node the host can wait on (CUDA refuses that flag outside a capture)
+    // BEGIN SOLUTION(11-external): the host waits on copied[s] and on the loss ring's events, but
+    // inside a capture a plain record is only an edge of the graph: pick the record flag that makes
+    // it a node the host can wait on (CUDA refuses that flag outside a capture)
     unsigned host_visible = capturing ? cudaEventRecordExternal : cudaEventRecordDefault;
     //| (void)capturing;
     //| unsigned host_visible = cudaEventRecordDefault;
@@ -91,7 +93,9 @@ static void issue_step(graph_step *g, trainer *t, long i, int capturing)
     test_delay(t, DELAY_COPY, g->origin);
     CUDA_CHECK(cudaMemcpyAsync(d_batch, t->h_batch[s], t->batch_bytes, cudaMemcpyHostToDevice, g->origin));
     CUDA_CHECK(cudaEventRecordWithFlags(g->copied[s], g->origin, host_visible));
-    // BEGIN SOLUTION(11-fork): the forward stream joins the capture (and, eagerly, waits for the batch) only by waiting on an event recorded on the origin stream after the copy: use g->landed
+    // BEGIN SOLUTION(11-fork): the forward stream joins the capture (and, eagerly, waits for the
+    // batch) only by waiting on an event recorded on the origin stream after the copy: use
+    // g->landed
     CUDA_CHECK(cudaEventRecord(g->landed, g->origin));
     CUDA_CHECK(cudaStreamWaitEvent(g->forward, g->landed, 0));
     // END SOLUTION
@@ -99,10 +103,12 @@ static void issue_step(graph_step *g, trainer *t, long i, int capturing)
     CUDA_CHECK(cudaEventRecord(g->forwarded, g->forward));
     CUDA_CHECK(cudaStreamWaitEvent(g->backward, g->forwarded, 0));
     trainer_backward(t, i, d_batch, g->backward);
-    CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[k], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
-                               g->backward));
+    CUDA_CHECK(
+        cudaMemcpyAsync(&t->h_loss[k], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost, g->backward));
     CUDA_CHECK(cudaEventRecordWithFlags(g->losses.ready[k], g->backward, host_visible));
-    // BEGIN SOLUTION(11-join): every stream forked from the origin must join it again before the capture ends, and the next step's copy must not overwrite the batch this step still reads: use g->stepped
+    // BEGIN SOLUTION(11-join): every stream forked from the origin must join it again before the
+    // capture ends, and the next step's copy must not overwrite the batch this step still reads:
+    // use g->stepped
     CUDA_CHECK(cudaEventRecord(g->stepped, g->backward));
     CUDA_CHECK(cudaStreamWaitEvent(g->origin, g->stepped, 0));
     // END SOLUTION
@@ -116,7 +122,9 @@ static void issue_step(graph_step *g, trainer *t, long i, int capturing)
 // k % HOST_SLOTS and loss slot k.
 static int ring_slots(int sync_interval)
 {
-    // BEGIN SOLUTION(11-ring): lesson 08 needs at least sync_interval + 1 loss slots; batch i launches graph i % ring but the host prepares it into slot i % HOST_SLOTS: round the ring up so that both agree for every i
+    // BEGIN SOLUTION(11-ring): lesson 08 needs at least sync_interval + 1 loss slots; batch i
+    // launches graph i % ring but the host prepares it into slot i % HOST_SLOTS: round the ring up
+    // so that both agree for every i
     int ring = sync_interval + 1;
     return (ring + HOST_SLOTS - 1) / HOST_SLOTS * HOST_SLOTS;
     //| return sync_interval + 1;  // lesson 08's ring
@@ -127,7 +135,9 @@ static int ring_slots(int sync_interval)
 // launchable as g->exec[k].
 static void capture_graph(graph_step *g, trainer *t, int k)
 {
-    // BEGIN SOLUTION(11-capture): begin capturing on the origin stream (global mode: any unsafe call anywhere in the process fails the capture), issue the step of batch k as capturing, end the capture into g->graph[k], and instantiate it into g->exec[k]
+    // BEGIN SOLUTION(11-capture): begin capturing on the origin stream (global mode: any unsafe
+    // call anywhere in the process fails the capture), issue the step of batch k as capturing, end
+    // the capture into g->graph[k], and instantiate it into g->exec[k]
     CUDA_CHECK(cudaStreamBeginCapture(g->origin, cudaStreamCaptureModeGlobal));
     issue_step(g, t, k, 1);
     CUDA_CHECK(cudaStreamEndCapture(g->origin, &g->graph[k]));
@@ -181,7 +191,9 @@ static int train_loop(trainer *t, void *ctx)
         if (i >= HOST_SLOTS && event_pending(g->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(g->copied[s]));
         trainer_prepare(t, i, t->h_batch[s]);
         if (g->replay) {
-            // BEGIN SOLUTION(11-launch): the whole step in one call: launch the graph of batch i's ring position on the origin stream (launches on one stream run one after another, as the steps must), and count it in g->launches
+            // BEGIN SOLUTION(11-launch): the whole step in one call: launch the graph of batch i's
+            // ring position on the origin stream (launches on one stream run one after another, as
+            // the steps must), and count it in g->launches
             CUDA_CHECK(cudaGraphLaunch(g->exec[i % g->ring], g->origin));
             g->launches++;
             // END SOLUTION

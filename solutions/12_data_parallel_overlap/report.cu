@@ -13,7 +13,8 @@
 // spin is the GPU's work, not the host's issuing (NCCL issues each call from a thread).
 static void line_up(data_parallel *dp, cudaStream_t stream)
 {
-    NCCL_CHECK(dp->dist, ncclAllReduce(dp->d_losses, dp->d_losses, 1, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
+    NCCL_CHECK(dp->dist,
+               ncclAllReduce(dp->d_losses, dp->d_losses, 1, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
     CUDA_CHECK(cudaEventRecord(dp->lined_up, dp->comm_stream));
     CUDA_CHECK(cudaStreamWaitEvent(stream, dp->lined_up, 0));
     launch_spin(1, 32, QUEUE_AHEAD_NS, stream);
@@ -95,7 +96,8 @@ int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out)
             n += (size_t)snprintf(sums + n, sizeof sums - n, "%s%016llx", r ? "," : "", (unsigned long long)all[3 * r]);
     }
     if (out) {
-        fprintf(out, "ranks: %d; final weights and losses identical on every rank: %s\n", d->world, same ? "yes" : "NO");
+        fprintf(out, "ranks: %d; final weights and losses identical on every rank: %s\n", d->world,
+                same ? "yes" : "NO");
         for (int r = 0; r < d->world; r++)
             if (all[3 * r + 2] != 1) fprintf(out, "  rank %d: its own checks FAILED\n", r);
     }
@@ -111,8 +113,8 @@ int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out)
 // The figures the lesson is about, from the parts alone and the two variants' steps. The share
 // of the all-reduce hidden needs something to hide: not with one rank (NCCL copies, nothing
 // crosses). Under simulated nodes every figure is printed, said to be no performance figure.
-void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x,
-            overlap_mode first, int global_batch, double bucket_mib, FILE *out)
+void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x, overlap_mode first,
+            int global_batch, double bucket_mib, FILE *out)
 {
     const dist_env *d = dp->dist;
     int n = d->world;
@@ -133,16 +135,19 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
         fprintf(out, "  alone (median of %d): forward %.3f ms, backward %.3f ms, update %.3f ms%s\n", PART_REPS,
                 p->forward_ms, p->backward_ms, p->update_ms, not_perf);
         if (n > 1)
-            fprintf(out, "  all-reduce alone: the buckets back to back %.3f ms (bus bandwidth %.0f GB/s), "
-                         "the whole gradient at once %.3f ms (%.0f GB/s)%s\n",
+            fprintf(out,
+                    "  all-reduce alone: the buckets back to back %.3f ms (bus bandwidth %.0f GB/s), "
+                    "the whole gradient at once %.3f ms (%.0f GB/s)%s\n",
                     p->comm_ms, algbw * factor, p->comm_one_ms, one_algbw * factor, not_perf);
         fprintf(out, "  step: buckets %.3f ms, none %.3f ms: %.3f ms saved%s\n", t_buckets, t_none, t_none - t_buckets,
                 not_perf);
         if (n > 1)
-            fprintf(out, "  saved / min(all-reduce alone, backward alone): %.0f%% (the trace measures what was "
-                         "hidden: tools/tracestat)%s\n", 100 * saved_share, not_perf);
-        fprintf(out, "  throughput: %.0f samples/s overlapped, %.0f without overlap%s\n", global_batch / t_buckets * 1e3,
-                global_batch / t_none * 1e3, not_perf);
+            fprintf(out,
+                    "  saved / min(all-reduce alone, backward alone): %.0f%% (the trace measures what was "
+                    "hidden: tools/tracestat)%s\n",
+                    100 * saved_share, not_perf);
+        fprintf(out, "  throughput: %.0f samples/s overlapped, %.0f without overlap%s\n",
+                global_batch / t_buckets * 1e3, global_batch / t_none * 1e3, not_perf);
     }
     if (!t->opt.json) return;
     json_writer *js = &t->js;

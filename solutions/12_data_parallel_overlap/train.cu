@@ -31,7 +31,8 @@ void prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch)
 // the reference, and the parts timed alone (every bucket, then the whole gradient at once).
 void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream)
 {
-    // BEGIN SOLUTION(12-allreduce): sum that range of t->model.d_grads over the ranks into the same range of
+    // BEGIN SOLUTION(12-allreduce): sum that range of t->model.d_grads over the ranks into the same
+    // range of
     // dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, dp->dist->comm) on `stream`, inside NCCL_CHECK(dp->dist, ...)
     NCCL_CHECK(dp->dist, ncclAllReduce(t->model.d_grads + first, dp->d_sum + first, floats, ncclFloat, ncclSum,
                                        dp->dist->comm, stream));
@@ -42,7 +43,8 @@ void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t flo
 // Issues bucket b's all-reduce on the communication stream, after its gradients.
 static void issue_bucket(trainer *t, data_parallel *dp, int b)
 {
-    // BEGIN SOLUTION(12-ready): the all-reduce must not read the bucket's gradients before the backward pass
+    // BEGIN SOLUTION(12-ready): the all-reduce must not read the bucket's gradients before the
+    // backward pass
     // has written them: mark that point on the compute stream with grads_ready[b], and make the communication
     // stream (not the host) wait for it
     CUDA_CHECK(cudaEventRecord(dp->grads_ready[b], t->compute_stream));
@@ -56,8 +58,7 @@ static void issue_bucket(trainer *t, data_parallel *dp, int b)
 // The loss of batch i into its ring slot, then every layer's gradients, last layer
 // first, on `stream` (mlp_backward without its update). With issue_buckets, each
 // bucket's all-reduce is issued as soon as the layer that completes it is queued.
-void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream,
-                   int issue_buckets)
+void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream, int issue_buckets)
 {
     mlp_model *m = &t->model;
     int L = m->shape.layers, cols = t->opt.batch, b = 0;
@@ -66,8 +67,8 @@ void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaSt
     // the mean is over this rank's shard; the update then takes the mean of the ranks' means
     mlp_loss(m, m->d_act[L], batch_targets(t, d_batch), delta, trainer_loss_slot(t, i), cols, cols, stream);
     for (int l = L; l >= 1; l--) {
-        mlp_backward_layer(m, l, l == 1 ? batch_features(d_batch) : m->d_act[l - 1], delta, l > 1 ? prev : NULL,
-                           cols, 0, stream);
+        mlp_backward_layer(m, l, l == 1 ? batch_features(d_batch) : m->d_act[l - 1], delta, l > 1 ? prev : NULL, cols,
+                           0, stream);
         float *swap = delta;
         delta = prev;
         prev = swap;
@@ -86,7 +87,9 @@ static void train_step(trainer *t, data_parallel *dp, long i, float *d_batch)
     if (dp->overlap == OVERLAP_NONE)
         for (int b = 0; b < dp->plan.count; b++) issue_bucket(t, dp, b);
     for (int b = 0; b < dp->plan.count; b++) {
-        // BEGIN SOLUTION(12-update-wait): the update of bucket b reads its range of dp->d_sum, which its all-reduce writes on the other stream: make the compute stream wait for that all-reduce first
+        // BEGIN SOLUTION(12-update-wait): the update of bucket b reads its range of dp->d_sum,
+        // which its all-reduce writes on the other stream: make the compute stream wait for that
+        // all-reduce first
         CUDA_CHECK(cudaStreamWaitEvent(compute, dp->reduced[b], 0));
         // END SOLUTION
         mlp_update(&dp->averaged, dp->plan.first[b], dp->plan.floats[b], compute);
@@ -104,7 +107,8 @@ static void average_losses(trainer *t, data_parallel *dp)
     size_t n = (size_t)t->opt.batches;
     for (size_t i = 0; i < n; i++) dp->h_losses[i] = (float)t->run.losses[i];
     CUDA_CHECK(cudaMemcpyAsync(dp->d_losses, dp->h_losses, sizeof(float) * n, cudaMemcpyHostToDevice, dp->comm_stream));
-    NCCL_CHECK(dp->dist, ncclAllReduce(dp->d_losses, dp->d_losses, n, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
+    NCCL_CHECK(dp->dist,
+               ncclAllReduce(dp->d_losses, dp->d_losses, n, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
     CUDA_CHECK(cudaMemcpyAsync(dp->h_losses, dp->d_losses, sizeof(float) * n, cudaMemcpyDeviceToHost, dp->comm_stream));
     CUDA_CHECK(cudaEventRecord(dp->losses_averaged, dp->comm_stream));
     HOST_SYNC(t, dist_event_wait(dp->dist, dp->losses_averaged));

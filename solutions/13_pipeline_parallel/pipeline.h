@@ -29,13 +29,15 @@
                              //          SLOT_WAIT; and through model.h, mlp.h and data.h: mlp_forward_layer,
                              //          mlp_loss, mlp_backward_layer, mlp_update, dataset_prepare_shard, fnv1a
 
-#define HOST_SLOTS 2          // pinned batches, each cut into M micro-batch regions (lesson 08's two slots)
-#define STEP_RING 3           // batch i's step event and partial losses live in slot i % 3: the host waits
-                              // for batch i-2 at the top of batch i, so three batches are in flight at most
-#define PART_REPS 5           // repetitions of each part timed alone
+#define HOST_SLOTS 2  // pinned batches, each cut into M micro-batch regions (lesson 08's two slots)
+// batch i's step event and partial losses live in slot i % 3: the host waits for batch i-2 at
+// the top of batch i, so three batches are in flight at most
+#define STEP_RING 3
+#define PART_REPS 5               // repetitions of each part timed alone
 #define QUEUE_AHEAD_NS 2000000LL  // 2 ms of spinning before timed work: the host queues it all meanwhile
-#define ALIGN_FLOATS 64       // every buffer in a slot starts on 256 bytes, as cudaMalloc's do: cuBLAS may
-                              // choose its kernel by the alignment of its pointers, and so the bits
+// every buffer in a slot starts on 256 bytes, as cudaMalloc's do: cuBLAS may choose its kernel
+// by the alignment of its pointers, and so the bits
+#define ALIGN_FLOATS 64
 
 typedef enum { SCHEDULE_1F1B, SCHEDULE_GPIPE } schedule_kind;  // --schedule's words, in this order
 static const char *const SCHEDULE_NAMES[] = {"1f1b", "gpipe"};
@@ -73,7 +75,7 @@ typedef struct {
     act_slot *slots;
     int allocated, capacity;  // capacity M: a batch never has more micro-batches alive
     int in_use, peak;
-    size_t device_bytes;      // what the course's allocator handed out for the slots (memory.h)
+    size_t device_bytes;  // what the course's allocator handed out for the slots (memory.h)
 } slot_pool;
 
 // A link between neighbouring stages: a communicator and a stream of its own, one per
@@ -90,19 +92,19 @@ typedef struct {
 
 typedef struct {
     dist_env *dist;
-    stage_shape st, whole;              // this rank's stage; one stage of every layer (the reference)
-    link_pair *ln;                          // NULL with one stage
-    float *d_error_in[2];               // the error of the stage's output, from the next stage (ping-pong)
-    float *d_error_out[2];              // the error of the stage's input, for the previous stage
+    stage_shape st, whole;  // this rank's stage; one stage of every layer (the reference)
+    link_pair *ln;          // NULL with one stage
+    float *d_error_in[2];   // the error of the stage's output, from the next stage (ping-pong)
+    float *d_error_out[2];  // the error of the stage's input, for the previous stage
     cudaEvent_t error_received[2], error_read[2], error_ready[2], error_sent[2];
-    cudaEvent_t *host_copied;           // [HOST_SLOTS * M]: that pinned micro-batch region has been copied
-    float *d_parts, *h_parts;           // [STEP_RING * M]: each micro-batch's share of the batch's loss
-    cudaEvent_t step_done[STEP_RING];   // batch i's update (and its losses' copy) has finished
-    cudaEvent_t links_idle[2];          // the last hand-overs of a run have finished (forward, backward)
-    float *d_losses, *h_losses;         // the run's losses, broadcast from the last stage
+    cudaEvent_t *host_copied;          // [HOST_SLOTS * M]: that pinned micro-batch region has been copied
+    float *d_parts, *h_parts;          // [STEP_RING * M]: each micro-batch's share of the batch's loss
+    cudaEvent_t step_done[STEP_RING];  // batch i's update (and its losses' copy) has finished
+    cudaEvent_t links_idle[2];         // the last hand-overs of a run have finished (forward, backward)
+    float *d_losses, *h_losses;        // the run's losses, broadcast from the last stage
     cudaEvent_t losses_landed;
-    float *d_ref;                       // the reference's activations: every layer, one micro-batch
-    dist_fault fault;                   // --fail-rank, --fail-at-batch, --fail-how
+    float *d_ref;      // the reference's activations: every layer, one micro-batch
+    dist_fault fault;  // --fail-rank, --fail-at-batch, --fail-how
 } pipeline;
 
 // One schedule, the loop's context: its order of operations on this stage, its pool, its counts.
@@ -113,12 +115,12 @@ typedef struct {
 typedef struct {
     pipeline *pp;
     schedule_kind kind;
-    step_op *ops;        // 2M: this stage's forwards and backwards, in the order they are issued
+    step_op *ops;  // 2M: this stage's forwards and backwards, in the order they are issued
     int nops;
     slot_pool pool;
-    int *slot_of;        // [M]: the slot that holds micro-batch m
-    long *crossed;       // [CROSSING_KINDS * M], this run
-    int crossings_ok;    // in every run so far, each micro-batch crossed each boundary once each way
+    int *slot_of;      // [M]: the slot that holds micro-batch m
+    long *crossed;     // [CROSSING_KINDS * M], this run
+    int crossings_ok;  // in every run so far, each micro-batch crossed each boundary once each way
     char crossing_problem[160];
     long act_sent, error_sent;  // this stage's sends in the last run
 } schedule_run;
@@ -129,12 +131,12 @@ typedef struct {
 
 // What every rank tells rank 0 after the runs (dist_allgather: the same layout everywhere).
 typedef struct {
-    uint64_t ok;                                // this rank's own checks
-    uint64_t layer_sums[MLP_MAX_LAYERS + 1];    // the checksum of each of its layers
-    uint64_t peak_slots[2], crossings_ok[2];    // per schedule, by its kind (SCHEDULE_1F1B, SCHEDULE_GPIPE)
+    uint64_t ok;                              // this rank's own checks
+    uint64_t layer_sums[MLP_MAX_LAYERS + 1];  // the checksum of each of its layers
+    uint64_t peak_slots[2], crossings_ok[2];  // per schedule, by its kind (SCHEDULE_1F1B, SCHEDULE_GPIPE)
     uint64_t act_sent[2], error_sent[2];
     uint64_t slot_bytes;
-    uint64_t act_device_bytes[2];               // per schedule: device memory its slots took, measured
+    uint64_t act_device_bytes[2];  // per schedule: device memory its slots took, measured
     double forward_ms, backward_ms, update_ms;
 } stage_report;
 
@@ -145,8 +147,14 @@ static inline int stage_is_first(const stage_shape *st) { return st->rank == 0; 
 static inline int stage_is_last(const stage_shape *st) { return st->rank == st->stages - 1; }
 
 static inline size_t aligned(size_t floats) { return (floats + ALIGN_FLOATS - 1) / ALIGN_FLOATS * ALIGN_FLOATS; }
-static inline float *layer_input(const stage_shape *st, float *act, int l) { return act + st->off[l - st->first_layer]; }
-static inline float *layer_output(const stage_shape *st, float *act, int l) { return act + st->off[l - st->first_layer + 1]; }
+static inline float *layer_input(const stage_shape *st, float *act, int l)
+{
+    return act + st->off[l - st->first_layer];
+}
+static inline float *layer_output(const stage_shape *st, float *act, int l)
+{
+    return act + st->off[l - st->first_layer + 1];
+}
 static inline float *stage_targets(const stage_shape *st, float *act) { return act + st->off[st->layers + 1]; }
 // What crosses from the stage below (its input) and to the stage above (its output), in floats.
 static inline size_t input_floats(const mlp_shape *s, const stage_shape *st)
@@ -162,17 +170,17 @@ static inline size_t output_floats(const mlp_shape *s, const stage_shape *st)
 
 // One hand-over between two stages: the NCCL call, checked, then counted per micro-batch and
 // kind, so that each run can check that every micro-batch crossed once each way.
-#define HAND_OVER(v, kind, m, call)                                              \
-    do {                                                                         \
-        NCCL_CHECK((v)->pp->dist, call);                                         \
-        (v)->crossed[(int)(kind) * (v)->pp->st.micro_batches + (m)]++;            \
+#define HAND_OVER(v, kind, m, call)                                    \
+    do {                                                               \
+        NCCL_CHECK((v)->pp->dist, call);                               \
+        (v)->crossed[(int)(kind) * (v)->pp->st.micro_batches + (m)]++; \
     } while (0)
 
 // stages.cu: the stages, the schedules, the activation slots
 void stage_shape_init(stage_shape *st, const mlp_shape *s, int rank, int stages, int micro_batches);
 void stage_forward(mlp_model *model, const stage_shape *st, float *act, cudaStream_t stream);
-void stage_backward(mlp_model *model, const stage_shape *st, float *act, const float *error_in,
-                    float *error_out, float *loss, int accumulate, cudaStream_t stream);
+void stage_backward(mlp_model *model, const stage_shape *st, float *act, const float *error_in, float *error_out,
+                    float *loss, int accumulate, cudaStream_t stream);
 float batch_loss(const float *parts, int micro_batches);
 int schedule_build(schedule_kind kind, const stage_shape *st, step_op *ops);
 int schedule_is_sound(const stage_shape *st, const step_op *ops, int n, char *why, size_t size);
@@ -192,7 +200,7 @@ int reference_loop(trainer *t, void *ctx);
 
 // report.cu
 void profile_parts(trainer *t, pipeline *pp, part_times *p);
-int stages_agree(trainer *t, pipeline *pp, schedule_run *runs[2], const part_times *parts,
-                 const harness_extras *x, schedule_kind first, int ok, FILE *out);
+int stages_agree(trainer *t, pipeline *pp, schedule_run *runs[2], const part_times *parts, const harness_extras *x,
+                 schedule_kind first, int ok, FILE *out);
 
 #endif

@@ -8,7 +8,6 @@
 
 // the stages
 
-
 // Stage s of p holds layers 1 + s*L/p to (s+1)*L/p: contiguous, in order, one layer at least.
 void stage_shape_init(stage_shape *st, const mlp_shape *s, int rank, int stages, int micro_batches)
 {
@@ -33,7 +32,6 @@ void stage_shape_init(stage_shape *st, const mlp_shape *s, int rank, int stages,
     st->slot_floats = at;
 }
 
-
 // The stage's layers, bottom to top, on the micro-batch whose activations are at `act`.
 void stage_forward(mlp_model *model, const stage_shape *st, float *act, cudaStream_t stream)
 {
@@ -47,8 +45,8 @@ void stage_forward(mlp_model *model, const stage_shape *st, float *act, cudaStre
 // output that the next stage sent. The bottom layer's error goes to `error_out`, but on the
 // first stage: layer 1 has no layer below. With `accumulate` the layers' gradients are added
 // to what d_grads holds, else they replace it.
-void stage_backward(mlp_model *model, const stage_shape *st, float *act, const float *error_in,
-                    float *error_out, float *loss, int accumulate, cudaStream_t stream)
+void stage_backward(mlp_model *model, const stage_shape *st, float *act, const float *error_in, float *error_out,
+                    float *loss, int accumulate, cudaStream_t stream)
 {
     const float *delta = error_in;
     int scratch = 0;  // which of the model's two error buffers the next layer writes
@@ -101,7 +99,10 @@ static int schedule_gpipe(const stage_shape *st, step_op *ops)
 static int schedule_1f1b(const stage_shape *st, step_op *ops)
 {
     int n = 0;
-    // BEGIN SOLUTION(13-one-f-one-b): fill ops[] in 1F1B order with push_op (0: forward, 1: backward): w = min(p - s - 1, M) warm-up forwards, then for each further micro-batch its forward followed by the oldest backward not yet issued, then the last w backwards; p = st->stages, s = st->rank, M = st->micro_batches
+    // BEGIN SOLUTION(13-one-f-one-b): fill ops[] in 1F1B order with push_op (0: forward, 1:
+    // backward): w = min(p - s - 1, M) warm-up forwards, then for each further micro-batch its
+    // forward followed by the oldest backward not yet issued, then the last w backwards; p =
+    // st->stages, s = st->rank, M = st->micro_batches
     int M = st->micro_batches, warmup = st->stages - st->rank - 1;
     if (warmup > M) warmup = M;
     for (int m = 0; m < warmup; m++) push_op(ops, &n, 0, m);
@@ -140,11 +141,12 @@ int schedule_is_sound(const stage_shape *st, const step_op *ops, int n, char *wh
             }
             next_forward++;
         } else if (m != next_backward || m >= next_forward) {
-            snprintf(why, size, "operation %d is the backward of micro-batch %d: the backwards go in micro-batch "
-                     "order (%d comes next), each after its forward", k, m, next_backward);
+            snprintf(why, size,
+                     "operation %d is the backward of micro-batch %d: the backwards go in micro-batch "
+                     "order (%d comes next), each after its forward",
+                     k, m, next_backward);
             return 0;
-        }
-        else {
+        } else {
             next_backward++;
         }
     }
@@ -190,7 +192,8 @@ act_slot *pool_take(schedule_run *v, int m)
     while (k < p->allocated && p->slots[k].micro_batch >= 0) k++;
     if (k == p->allocated) {
         if (p->allocated == p->capacity)
-            dist_fail(v->pp->dist, "stage %d (%s): micro-batch %d finds no free activation slot although all %d "
+            dist_fail(v->pp->dist,
+                      "stage %d (%s): micro-batch %d finds no free activation slot although all %d "
                       "micro-batches of a batch already have one: a slot is never given back (exercise 13-slot-return)",
                       st->rank, SCHEDULE_NAMES[v->kind], m, p->capacity);
         size_t before = device_bytes_in_use();  // measured by the allocator, not counted here

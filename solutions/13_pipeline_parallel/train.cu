@@ -57,9 +57,9 @@ static void receive_activation(trainer *t, schedule_run *v, act_slot *slot, int 
     // the slot is refilled: the backward pass that read it last must have finished
     CUDA_CHECK(cudaStreamWaitEvent(up->stream, slot->freed, 0));
     test_delay(t, DELAY_COPY, up->stream);  // the test hook holds the hand-overs back with the copies
-    HAND_OVER(v, ACT_RECEIVED, m, ncclRecv(layer_input(st, slot->d_act, st->first_layer),
-                                           input_floats(&t->model.shape, st), ncclFloat, st->rank - 1, up->comm,
-                                           up->stream));
+    HAND_OVER(v, ACT_RECEIVED, m,
+              ncclRecv(layer_input(st, slot->d_act, st->first_layer), input_floats(&t->model.shape, st), ncclFloat,
+                       st->rank - 1, up->comm, up->stream));
     CUDA_CHECK(cudaEventRecord(slot->received, up->stream));
 }
 
@@ -68,14 +68,16 @@ static void send_activation(trainer *t, schedule_run *v, act_slot *slot, int m)
 {
     const stage_shape *st = &v->pp->st;
     p2p_link *up = &v->pp->ln->fwd;
-    // BEGIN SOLUTION(13-send-after-forward): the send must not read the stage's output before the forward pass has written it: mark that point on the compute stream with the slot's forwarded event, and make the forward link's stream (up->stream), not the host, wait for it
+    // BEGIN SOLUTION(13-send-after-forward): the send must not read the stage's output before the
+    // forward pass has written it: mark that point on the compute stream with the slot's forwarded
+    // event, and make the forward link's stream (up->stream), not the host, wait for it
     CUDA_CHECK(cudaEventRecord(slot->forwarded, t->compute_stream));
     CUDA_CHECK(cudaStreamWaitEvent(up->stream, slot->forwarded, 0));
     // END SOLUTION
     test_delay(t, DELAY_COPY, up->stream);
-    HAND_OVER(v, ACT_SENT, m, ncclSend(layer_output(st, slot->d_act, st->last_layer),
-                                       output_floats(&t->model.shape, st), ncclFloat, st->rank + 1, up->comm,
-                                       up->stream));
+    HAND_OVER(v, ACT_SENT, m,
+              ncclSend(layer_output(st, slot->d_act, st->last_layer), output_floats(&t->model.shape, st), ncclFloat,
+                       st->rank + 1, up->comm, up->stream));
     CUDA_CHECK(cudaEventRecord(slot->sent, up->stream));
 }
 
@@ -88,7 +90,9 @@ static void forward_micro_batch(trainer *t, schedule_run *v, long i, int m)
     if (stage_is_first(st) || stage_is_last(st)) copy_in(t, pp, slot, i, m);
     if (!stage_is_first(st)) receive_activation(t, v, slot, m);
     if (stage_is_first(st)) CUDA_CHECK(cudaStreamWaitEvent(compute, slot->copied, 0));
-    // BEGIN SOLUTION(13-recv-wait): on every stage but the first, the forward pass reads the activation that the forward link receives into the slot: make the compute stream wait for the slot's received event (recorded on that link's stream after the ncclRecv)
+    // BEGIN SOLUTION(13-recv-wait): on every stage but the first, the forward pass reads the
+    // activation that the forward link receives into the slot: make the compute stream wait for the
+    // slot's received event (recorded on that link's stream after the ncclRecv)
     if (!stage_is_first(st)) CUDA_CHECK(cudaStreamWaitEvent(compute, slot->received, 0));
     // END SOLUTION
     // the output is rewritten: the send of the slot's last micro-batch must have read it
@@ -106,8 +110,9 @@ static void receive_error(trainer *t, schedule_run *v, int k, int m)
     // the buffer is refilled: the backward pass that read it last must have finished
     CUDA_CHECK(cudaStreamWaitEvent(down->stream, pp->error_read[k], 0));
     test_delay(t, DELAY_COPY, down->stream);
-    HAND_OVER(v, ERROR_RECEIVED, m, ncclRecv(pp->d_error_in[k], output_floats(&t->model.shape, &pp->st), ncclFloat,
-                                             pp->st.rank + 1, down->comm, down->stream));
+    HAND_OVER(v, ERROR_RECEIVED, m,
+              ncclRecv(pp->d_error_in[k], output_floats(&t->model.shape, &pp->st), ncclFloat, pp->st.rank + 1,
+                       down->comm, down->stream));
     CUDA_CHECK(cudaEventRecord(pp->error_received[k], down->stream));
 }
 
@@ -119,8 +124,9 @@ static void send_error(trainer *t, schedule_run *v, int k, int m)
     CUDA_CHECK(cudaEventRecord(pp->error_ready[k], t->compute_stream));
     CUDA_CHECK(cudaStreamWaitEvent(down->stream, pp->error_ready[k], 0));
     test_delay(t, DELAY_COPY, down->stream);
-    HAND_OVER(v, ERROR_SENT, m, ncclSend(pp->d_error_out[k], input_floats(&t->model.shape, &pp->st), ncclFloat,
-                                         pp->st.rank - 1, down->comm, down->stream));
+    HAND_OVER(v, ERROR_SENT, m,
+              ncclSend(pp->d_error_out[k], input_floats(&t->model.shape, &pp->st), ncclFloat, pp->st.rank - 1,
+                       down->comm, down->stream));
     CUDA_CHECK(cudaEventRecord(pp->error_sent[k], down->stream));
 }
 
@@ -140,14 +146,18 @@ static void backward_micro_batch(trainer *t, schedule_run *v, long i, int m)
     // the error for the previous stage is rewritten: its last send must have read it
     if (!stage_is_first(st)) CUDA_CHECK(cudaStreamWaitEvent(compute, pp->error_sent[k], 0));
     test_delay(t, DELAY_COMPUTE, compute);
-    // BEGIN SOLUTION(13-accumulate): d_grads must end the batch holding the sum of every micro-batch's gradients, summed in micro-batch order: say whether this backward pass replaces what d_grads holds (it still holds the previous batch's) or adds to it
+    // BEGIN SOLUTION(13-accumulate): d_grads must end the batch holding the sum of every
+    // micro-batch's gradients, summed in micro-batch order: say whether this backward pass replaces
+    // what d_grads holds (it still holds the previous batch's) or adds to it
     int accumulate = m > 0;
     //| int accumulate = 0;
     // END SOLUTION
     stage_backward(&t->model, st, slot->d_act, pp->d_error_in[k], pp->d_error_out[k],
                    &pp->d_parts[(i % STEP_RING) * st->micro_batches + m], accumulate, compute);
     if (!stage_is_last(st)) CUDA_CHECK(cudaEventRecord(pp->error_read[k], compute));
-    // BEGIN SOLUTION(13-slot-return): the slot's activations have been read once this backward pass is done: record the slot's freed event on the compute stream (whatever refills the slot waits for it), then give the slot back to the pool (pool_return) for a later forward
+    // BEGIN SOLUTION(13-slot-return): the slot's activations have been read once this backward pass
+    // is done: record the slot's freed event on the compute stream (whatever refills the slot waits
+    // for it), then give the slot back to the pool (pool_return) for a later forward
     CUDA_CHECK(cudaEventRecord(slot->freed, compute));
     pool_return(v, m);
     // END SOLUTION
