@@ -27,6 +27,8 @@ void dist_note_early_exit(dist_env *d);                               // registe
 // dist_watch.c: what every wait checks; how a rank stops (only one of the main thread and the
 // watchdog says why: the one that claims the stop first)
 int dist_claim_stop(dist_env *d);
+// The message of a rank that gives up after --timeout-s while `what`, left as its note too.
+void dist_note_timeout(const dist_env *d, const char *what, char *message, size_t size);
 void dist_say_stop(const dist_env *d, const char *fmt, va_list ap);
 // dist_watchdog.c: the watchdog thread
 void dist_watchdog_start(dist_env *d);

@@ -150,16 +150,21 @@ static watch watch_start(const char *what)
     return w;
 }
 
+void dist_note_timeout(const dist_env *d, const char *what, char *message, size_t size)
+{
+    snprintf(message, size,
+             "nothing happened for %.0f s while %s: a rank may have died or hung without a note "
+             "(--timeout-s)",
+             d->timeout_s, what);
+    dist_write_note(d, message);
+}
+
 // Nothing happened for --timeout-s: this rank gives up, and leaves a note that says so, that
 // the others (the one that hangs too) quote when they stop.
 static void give_up(dist_env *d, const char *what)
 {
     char message[300];
-    snprintf(message, sizeof message,
-             "nothing happened for %.0f s while %s: a rank may have died or hung without "
-             "a note (--timeout-s)",
-             d->timeout_s, what);
-    dist_write_note(d, message);
+    dist_note_timeout(d, what, message, sizeof message);
     dist_abort(d, "%s", message);
 }
 

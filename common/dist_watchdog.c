@@ -39,12 +39,9 @@ static void *watchdog_main(void *arg)
         if (dist_failed_rank(d, note, sizeof note) >= 0)
             watchdog_end(d, "noticed while inside %s", what);
         else if (in > d->timeout_s) {
-            char message[300];
-            snprintf(message, sizeof message,
-                     "nothing happened for %.0f s while inside %s: a rank may have died or "
-                     "hung without a note (--timeout-s)",
-                     d->timeout_s, what);
-            dist_write_note(d, message);
+            char message[300], inside[256];
+            snprintf(inside, sizeof inside, "inside %s", what);
+            dist_note_timeout(d, inside, message, sizeof message);
             watchdog_end(d, "%s", message);
         }
     }
