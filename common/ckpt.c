@@ -19,7 +19,8 @@ void ckpt_shape_text(const int *dims, int layers, char *out, size_t size)
 {
     size_t n = 0;
     out[0] = '\0';
-    for (int l = 0; l <= layers && n < size; l++) n += (size_t)snprintf(out + n, size - n, "%s%d", l ? "," : "", dims[l]);
+    for (int l = 0; l <= layers && n < size; l++)
+        n += (size_t)snprintf(out + n, size - n, "%s%d", l ? "," : "", dims[l]);
 }
 
 void ckpt_folder(const char *root, long long batch, char *out, size_t size)
@@ -51,8 +52,10 @@ unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const doub
     unsigned char *buf = (unsigned char *)malloc(total);
     if (!buf) return NULL;
     char header[CKPT_HEADER_BYTES + 1];
-    int n = snprintf(header, sizeof header, "course-checkpoint 1 rank %d world %d batch %lld params %lld losses %lld "
-                     "shape %s seed %d", h->rank, h->world, h->batch, h->params, h->losses, h->shape, h->seed);
+    int n = snprintf(header, sizeof header,
+                     "course-checkpoint 1 rank %d world %d batch %lld params %lld losses %lld "
+                     "shape %s seed %d",
+                     h->rank, h->world, h->batch, h->params, h->losses, h->shape, h->seed);
     if (n < 0 || n >= CKPT_HEADER_BYTES) {
         free(buf);
         return NULL;
@@ -61,7 +64,8 @@ unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const doub
     header[CKPT_HEADER_BYTES - 1] = '\n';
     memcpy(buf, header, CKPT_HEADER_BYTES);
     memcpy(buf + CKPT_HEADER_BYTES, params, (size_t)h->params * sizeof(float));
-    if (h->losses) memcpy(buf + CKPT_HEADER_BYTES + (size_t)h->params * sizeof(float), losses, (size_t)h->losses * sizeof(double));
+    if (h->losses)
+        memcpy(buf + CKPT_HEADER_BYTES + (size_t)h->params * sizeof(float), losses, (size_t)h->losses * sizeof(double));
     uint64_t s = ckpt_fnv1a(CKPT_FNV_START, buf, CKPT_HEADER_BYTES + body);
     char trailer[CKPT_TRAILER_BYTES + 1];
     snprintf(trailer, sizeof trailer, "checksum %016llx\n", (unsigned long long)s);
@@ -149,8 +153,10 @@ int ckpt_read_rank(const char *path, ckpt_header *h, float **params, double **lo
 
 void ckpt_manifest_text(const ckpt_manifest *m, char *out, size_t size)
 {
-    size_t n = (size_t)snprintf(out, size, "course-checkpoint-manifest 1\nbatch %lld\nworld %d\nshape %s\nparams %lld\n"
-                                           "seed %d\n", m->batch, m->world, m->shape, m->params, m->seed);
+    size_t n = (size_t)snprintf(out, size,
+                                "course-checkpoint-manifest 1\nbatch %lld\nworld %d\nshape %s\nparams %lld\n"
+                                "seed %d\n",
+                                m->batch, m->world, m->shape, m->params, m->seed);
     for (int r = 0; r < m->world && n < size; r++)
         n += (size_t)snprintf(out + n, size - n, "rank %d rank%d.bin %lld %016llx\n", r, r, m->size[r],
                               (unsigned long long)m->sum[r]);
@@ -217,7 +223,8 @@ int ckpt_check(const char *root, long long batch, ckpt_manifest *m, char *why, s
         unsigned long long stored = 0;
         char trailer[CKPT_TRAILER_BYTES + 1] = "";
         if (f) {
-            if (fseek(f, -(long)CKPT_TRAILER_BYTES, SEEK_END) == 0 && fread(trailer, 1, CKPT_TRAILER_BYTES, f) == CKPT_TRAILER_BYTES)
+            if (fseek(f, -(long)CKPT_TRAILER_BYTES, SEEK_END) == 0 &&
+                fread(trailer, 1, CKPT_TRAILER_BYTES, f) == CKPT_TRAILER_BYTES)
                 trailer[CKPT_TRAILER_BYTES] = '\0';
             fclose(f);
         }

@@ -33,14 +33,14 @@ extern "C" {
 #define CKPT_HEADER_BYTES 256
 #define CKPT_TRAILER_BYTES 26  // "checksum " + 16 hex digits + "\n"
 #define CKPT_MAX_RANKS 256
-#define CKPT_KEEP 2            // complete checkpoints kept: the newest and the one before it
+#define CKPT_KEEP 2  // complete checkpoints kept: the newest and the one before it
 
 typedef struct {
     int rank, world;
-    long long batch;    // the last batch done: a resume starts at batch + 1
-    long long params;   // weights
-    long long losses;   // losses taken so far (batch + 1)
-    char shape[128];    // "64,256,256,8": every layer's width
+    long long batch;   // the last batch done: a resume starts at batch + 1
+    long long params;  // weights
+    long long losses;  // losses taken so far (batch + 1)
+    char shape[128];   // "64,256,256,8": every layer's width
     int seed;
 } ckpt_header;
 

@@ -91,11 +91,13 @@ int flight_read(const char *path, flight_ring *r, char *why, size_t size)
     char text[512];
     int version = 0;
     if (!fgets(text, sizeof text, f) || sscanf(text, "flight-recorder %d", &version) != 1 || version != 1)
-        return fail_read(f, r, why, size, path, "not a flight recorder ring (its first line is not 'flight-recorder 1')", 1);
+        return fail_read(f, r, why, size, path,
+                         "not a flight recorder ring (its first line is not 'flight-recorder 1')", 1);
     if (!fgets(text, sizeof text, f) ||
         sscanf(text, "rank %d world %d run %63s calls %lld slots %d", &r->rank, &r->world, r->run, &r->calls,
                &r->slots) != 5 ||
-        r->world < 1 || r->rank < 0 || r->rank >= r->world || r->slots < 1 || r->slots > FLIGHT_MAX_SLOTS || r->calls < 0)
+        r->world < 1 || r->rank < 0 || r->rank >= r->world || r->slots < 1 || r->slots > FLIGHT_MAX_SLOTS ||
+        r->calls < 0)
         return fail_read(f, r, why, size, path, "expected 'rank R world W run RUN calls C slots K'", 2);
     if (!fgets(text, sizeof text, f) || strncmp(text, "stopped ", 8) != 0)
         return fail_read(f, r, why, size, path, "expected 'stopped WHY'", 3);
@@ -291,11 +293,15 @@ int flight_diverge(flight_ring *const *rings, int world, char *line, size_t size
         ranks_text(rings, world, 0, missing, sizeof missing);
         if (w) {
             flight_describe(w, a, sizeof a);
-            snprintf(line, size, "rank%s %s left no ring (killed, or stopped before it could write one); rank %d waits in "
-                     "%s, never completed", present < world - 1 ? "s" : "", missing, who, a);
+            snprintf(line, size,
+                     "rank%s %s left no ring (killed, or stopped before it could write one); rank %d waits in "
+                     "%s, never completed",
+                     present < world - 1 ? "s" : "", missing, who, a);
         } else {
-            snprintf(line, size, "rank%s %s left no ring (killed, or stopped before it could write one); every call "
-                     "of the others completed", present < world - 1 ? "s" : "", missing);
+            snprintf(line, size,
+                     "rank%s %s left no ring (killed, or stopped before it could write one); every call "
+                     "of the others completed",
+                     present < world - 1 ? "s" : "", missing);
         }
         return 1;
     }
@@ -317,8 +323,10 @@ int flight_diverge(flight_ring *const *rings, int world, char *line, size_t size
     }
     if (w) {
         flight_describe(w, a, sizeof a);
-        snprintf(line, size, "rank %d waits in %s, never completed; every rank issued it (a rank stopped answering "
-                 "inside it, or its network did)", who, a);
+        snprintf(line, size,
+                 "rank %d waits in %s, never completed; every rank issued it (a rank stopped answering "
+                 "inside it, or its network did)",
+                 who, a);
         return 1;
     }
     long long calls = 0;
@@ -327,8 +335,10 @@ int flight_diverge(flight_ring *const *rings, int world, char *line, size_t size
     calls = rings[0]->calls;
     if (last) {
         flight_describe(last, a, sizeof a);
-        snprintf(line, size, "no divergence: the %d ranks' rings agree, every call completed (rank 0: %lld calls, the "
-                 "last %s)", world, calls, a);
+        snprintf(line, size,
+                 "no divergence: the %d ranks' rings agree, every call completed (rank 0: %lld calls, the "
+                 "last %s)",
+                 world, calls, a);
     } else {
         snprintf(line, size, "no divergence: the %d ranks' rings are empty", world);
     }

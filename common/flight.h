@@ -44,11 +44,11 @@ typedef struct {
 typedef struct {
     int rank, world;
     char run[64];
-    long long calls;         // calls ever recorded: the ring holds the last min(calls, slots)
+    long long calls;  // calls ever recorded: the ring holds the last min(calls, slots)
     int slots;
-    char stopped[256];       // why the rank stopped ("-": it did not)
-    int n;                   // entries held
-    flight_entry *entries;   // n of them, oldest first (malloc'd by flight_read)
+    char stopped[256];      // why the rank stopped ("-": it did not)
+    int n;                  // entries held
+    flight_entry *entries;  // n of them, oldest first (malloc'd by flight_read)
 } flight_ring;
 
 const char *flight_op_name(int op);  // "all-reduce", "all-gather", "send", "recv"

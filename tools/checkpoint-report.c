@@ -24,7 +24,8 @@ int main(int argc, char **argv)
     const char *shape = NULL, *files[1] = {NULL};
     int world = 0;
     const arg_spec specs[] = {
-        arg_int("world", &world, 0, CKPT_MAX_RANKS, "W", "the run's rank count: refuse a checkpoint of another (0: any)"),
+        arg_int("world", &world, 0, CKPT_MAX_RANKS, "W",
+                "the run's rank count: refuse a checkpoint of another (0: any)"),
         arg_string("shape", &shape, "DIMS", "the run's layer widths, e.g. 64,256,8: refuse a checkpoint of another"),
     };
     int n = args_parse_files(argc, argv, PROG,
@@ -57,8 +58,8 @@ int main(int argc, char **argv)
         usage_error(PROG, "ckpt-%08lld holds %d ranks, this run has %d: a checkpoint of another run", resume, use.world,
                     world);
     if (shape && strcmp(use.shape, shape) != 0)
-        usage_error(PROG, "ckpt-%08lld holds a model of shape %s, this run's is %s: a checkpoint of another run", resume,
-                    use.shape, shape);
+        usage_error(PROG, "ckpt-%08lld holds a model of shape %s, this run's is %s: a checkpoint of another run",
+                    resume, use.shape, shape);
     printf("resume: at batch %lld from ckpt-%08lld\n", resume + 1, resume);
     return EXIT_SUCCESS;
 }

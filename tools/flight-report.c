@@ -71,11 +71,12 @@ int main(int argc, char **argv)
         arg_string("run", &run_arg, "RUN", "read that run's rings (default: the run whose ring was written last)"),
         arg_flag("ranks", &list, "first print one line per rank: its calls and why it stopped"),
     };
-    int nfiles = args_parse_files(argc, argv, PROG,
-                                  "Name, in one line, where the ranks of a run first went apart, from the flight "
-                                  "recorder rings they wrote beside the rendezvous (lesson 14). Exit code 4: a divergence, or a "
-                                  "call that never completed, was named; 1 also: no ring of the run in DIR.",
-                                  specs, (int)(sizeof specs / sizeof specs[0]), "DIR", files, 1);
+    int nfiles = args_parse_files(
+        argc, argv, PROG,
+        "Name, in one line, where the ranks of a run first went apart, from the flight "
+        "recorder rings they wrote beside the rendezvous (lesson 14). Exit code 4: a divergence, or a "
+        "call that never completed, was named; 1 also: no ring of the run in DIR.",
+        specs, (int)(sizeof specs / sizeof specs[0]), "DIR", files, 1);
     if (nfiles != 1) usage_error(PROG, "give the rendezvous folder the ranks wrote their rings in (try --help)");
     const char *dir = files[0];
     char run[256];

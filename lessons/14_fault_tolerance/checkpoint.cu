@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 1535340497)
+// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 585508362)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 14): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -6,10 +6,10 @@
 // complete checkpoint readable: each file written whole under a temporary name, flushed to the
 // disk, then renamed (exercise 14-atomic); rank 0's manifest, with every file's size and
 // checksum, written last. No manifest, no checkpoint: a restart passes over it (resume.cu).
-#include <dirent.h>    // opendir: the folders of older checkpoints
+#include <dirent.h>  // opendir: the folders of older checkpoints
 #include <errno.h>
-#include <fcntl.h>     // open: a folder, to flush a rename in it
-#include <signal.h>    // raise, SIGKILL
+#include <fcntl.h>   // open: a folder, to flush a rename in it
+#include <signal.h>  // raise, SIGKILL
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,8 +123,7 @@ void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss
 
     char folder[1200], path[1300];
     ckpt_folder(f->ckpt_root, batch, folder, sizeof folder);
-    if (mkdir(folder, 0755) != 0 && errno != EEXIST)
-        dist_fail(d, "cannot make %s: %s", folder, strerror(errno));
+    if (mkdir(folder, 0755) != 0 && errno != EEXIST) dist_fail(d, "cannot make %s: %s", folder, strerror(errno));
     ckpt_header h;
     memset(&h, 0, sizeof h);
     h.rank = d->rank;
@@ -146,11 +145,14 @@ void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss
     // one small collective: every rank's file is there (or why not) before the manifest is
     rank_file *all = (rank_file *)host_calloc((size_t)d->world, sizeof(rank_file), "the checkpoint");
     dist_allgather(d, &mine, all, sizeof mine, f->comm_stream);
-    recorder_record(&f->rec, FLIGHT_ALL_GATHER, batch, -1, sizeof mine * (size_t)d->world, 1, -1, f->comm_stream, "comm");
+    recorder_record(&f->rec, FLIGHT_ALL_GATHER, batch, -1, sizeof mine * (size_t)d->world, 1, -1, f->comm_stream,
+                    "comm");
     for (int r = 0; r < d->world; r++)
         if (!all[r].ok)
-            dist_fail(d, "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
-                      "complete checkpoint stays where it was", batch, r, strerror(all[r].err));
+            dist_fail(d,
+                      "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
+                      "complete checkpoint stays where it was",
+                      batch, r, strerror(all[r].err));
     if (d->rank == 0) {
         ckpt_manifest man;
         memset(&man, 0, sizeof man);

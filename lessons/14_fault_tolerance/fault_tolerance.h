@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 1578098892)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 3236698388)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -31,9 +31,9 @@
                              //          mlp_update, mlp_weights_checksum, mlp_shape_init, dataset_prepare_shard,
                              //          fnv1a
 
-#define SHARD 512                   // samples per rank and batch, by default (lesson 12)
-#define SLOTS 2                     // host and device batch slots (lesson 08)
-#define SYNC_INTERVAL 10            // batches between two reads of the losses (lesson 08)
+#define SHARD 512         // samples per rank and batch, by default (lesson 12)
+#define SLOTS 2           // host and device batch slots (lesson 08)
+#define SYNC_INTERVAL 10  // batches between two reads of the losses (lesson 08)
 #define LOSS_RING (SYNC_INTERVAL + 1)
 #define MAX_BUCKETS MLP_MAX_LAYERS  // at most one bucket per layer
 #define RING_SLOTS 256              // the flight recorder keeps this many calls, by default
@@ -47,7 +47,7 @@ typedef enum {
     FAULT_ORDER,      // the rank issues the step's buckets in the opposite order
     FAULT_TORN,       // the rank dies half way through writing its checkpoint (after that batch)
     FAULT_DISK_FULL,  // the rank's checkpoint write fails half way: no space left on the device
-} fault_kind;          // --fault's words, in this order
+} fault_kind;         // --fault's words, in this order
 
 typedef struct {
     int kind, rank, at_batch;
@@ -66,40 +66,40 @@ typedef struct {
 typedef struct {
     dist_env *dist;
     int slots;
-    flight_entry *ring;      // entry of call `seq` at ring[seq % slots]
-    cudaEvent_t *done;       // its completion event, at done[seq % slots]
-    long long calls;         // calls recorded so far: the next one's seq
-    long long collectives;   // collectives recorded so far: the next one's index (what NCCL pairs by)
-    uint64_t hash;           // FNV-1a of every call's op, count and part: the fingerprint
-    char path[1200];         // flight.RUN.rankR beside the rendezvous ("" where there is none)
-    int written;             // the ring was written (the stop hook, or the end of the run)
+    flight_entry *ring;     // entry of call `seq` at ring[seq % slots]
+    cudaEvent_t *done;      // its completion event, at done[seq % slots]
+    long long calls;        // calls recorded so far: the next one's seq
+    long long collectives;  // collectives recorded so far: the next one's index (what NCCL pairs by)
+    uint64_t hash;          // FNV-1a of every call's op, count and part: the fingerprint
+    char path[1200];        // flight.RUN.rankR beside the rendezvous ("" where there is none)
+    int written;            // the ring was written (the stop hook, or the end of the run)
 } flight_recorder;
 
 typedef struct {
     dist_env *dist;
     bucket_plan plan;
     cudaStream_t comm_stream;
-    float *d_sum;                          // the gradients summed over the ranks
-    mlp_model averaged;                    // the model as the update sees it: gradients d_sum, rate lr / ranks
+    float *d_sum;        // the gradients summed over the ranks
+    mlp_model averaged;  // the model as the update sees it: gradients d_sum, rate lr / ranks
     cudaEvent_t copied[SLOTS], stepped[SLOTS], loss_ready[LOSS_RING];  // lesson 08's
-    cudaEvent_t grads_ready[MAX_BUCKETS], reduced[MAX_BUCKETS];      // lesson 12's
-    cudaEvent_t params_copied;             // the weights have landed in h_params (a checkpoint)
+    cudaEvent_t grads_ready[MAX_BUCKETS], reduced[MAX_BUCKETS];        // lesson 12's
+    cudaEvent_t params_copied;  // the weights have landed in h_params (a checkpoint)
     cudaEvent_t losses_averaged;
-    float *h_losses, *d_losses;            // the run's losses, on their way through the all-reduce
-    float *h_params;                       // pinned: the weights on their way to a checkpoint
+    float *h_losses, *d_losses;  // the run's losses, on their way through the all-reduce
+    float *h_params;             // pinned: the weights on their way to a checkpoint
     flight_recorder rec;
     fault_plan fault;
-    int attempt;                           // LAUNCH_ATTEMPT: 0 the first run, 1 the first restart, ...
-    int fingerprint_every;                 // --fingerprint-every: 0 never
+    int attempt;            // LAUNCH_ATTEMPT: 0 the first run, 1 the first restart, ...
+    int fingerprint_every;  // --fingerprint-every: 0 never
     long fingerprint_checks;
-    const char *ckpt_root;                 // --checkpoint-dir ("" or NULL: no checkpoints)
-    int ckpt_every;                        // --checkpoint-every
-    long long resume_from;                 // the checkpoint this run started from (-1: none)
-    long start;                            // the first batch this run trains
-    long checkpoints;                      // written by this run
-    double ckpt_ms;                        // their time, all together (host, every rank's own)
-    size_t ckpt_bytes;                     // one rank's file
-    char shape[128];                       // "64,256,256,8"
+    const char *ckpt_root;  // --checkpoint-dir ("" or NULL: no checkpoints)
+    int ckpt_every;         // --checkpoint-every
+    long long resume_from;  // the checkpoint this run started from (-1: none)
+    long start;             // the first batch this run trains
+    long checkpoints;       // written by this run
+    double ckpt_ms;         // their time, all together (host, every rank's own)
+    size_t ckpt_bytes;      // one rank's file
+    char shape[128];        // "64,256,256,8"
 } fault_tolerance;
 
 // recorder.cu

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 3642418733)
+// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 48328126)
 // Fill in its 1 TODO.
 // resume.cu (lesson 14): where a run starts. Before the GPU is touched, the newest complete
 // checkpoint under --checkpoint-dir (a torn or corrupt one is said and passed over for the one
@@ -14,7 +14,8 @@
 static void say_skipped(void *ctx, long long batch, const char *why)
 {
     const fault_tolerance *f = (const fault_tolerance *)ctx;
-    if (f->dist->rank == 0) fprintf(stderr, "%s: checkpoint of batch %lld passed over: %s\n", f->dist->name, batch, why);
+    if (f->dist->rank == 0)
+        fprintf(stderr, "%s: checkpoint of batch %lld passed over: %s\n", f->dist->name, batch, why);
 }
 
 long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed)
@@ -25,14 +26,20 @@ long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed
     if (batch < 0) return -1;
     const char *name = f->dist->name;
     if (m.world != f->dist->world)
-        usage_error(name, "--checkpoint-dir %s: its checkpoint of batch %lld holds %d ranks, this run has %d (a "
-                          "checkpoint of another run)", f->ckpt_root, batch, m.world, f->dist->world);
+        usage_error(name,
+                    "--checkpoint-dir %s: its checkpoint of batch %lld holds %d ranks, this run has %d (a "
+                    "checkpoint of another run)",
+                    f->ckpt_root, batch, m.world, f->dist->world);
     if (strcmp(m.shape, f->shape) != 0 || m.params != (long long)s->nparams)
-        usage_error(name, "--checkpoint-dir %s: its checkpoint of batch %lld holds a model of shape %s, this run's is "
-                          "%s (a checkpoint of another run)", f->ckpt_root, batch, m.shape, f->shape);
+        usage_error(name,
+                    "--checkpoint-dir %s: its checkpoint of batch %lld holds a model of shape %s, this run's is "
+                    "%s (a checkpoint of another run)",
+                    f->ckpt_root, batch, m.shape, f->shape);
     if (m.seed != seed)
-        usage_error(name, "--checkpoint-dir %s: its checkpoint of batch %lld was trained with --seed %d, this run has "
-                          "--seed %d (a checkpoint of another run)", f->ckpt_root, batch, m.seed, seed);
+        usage_error(name,
+                    "--checkpoint-dir %s: its checkpoint of batch %lld was trained with --seed %d, this run has "
+                    "--seed %d (a checkpoint of another run)",
+                    f->ckpt_root, batch, m.seed, seed);
     return batch;
 }
 

@@ -92,23 +92,28 @@ static void check_options(const dist_env *d, const train_options *o, const fault
 {
     const char *n = d->name;
     if (o->batch % d->world != 0)
-        usage_error(n, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard", o->batch, d->world);
+        usage_error(n, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard", o->batch,
+                    d->world);
     const fault_plan *p = &f->fault;
     if ((p->kind != FAULT_NONE) != (p->rank >= 0) || (p->rank >= 0) != (p->at_batch >= 0))
         usage_error(n, "--fault, --fault-rank and --fault-at-batch go together: what, which rank, at which batch");
-    if (p->rank >= d->world) usage_error(n, "--fault-rank %d: there are %d ranks (0 to %d)", p->rank, d->world, d->world - 1);
-    if (p->at_batch >= o->batches) usage_error(n, "--fault-at-batch %d: the run has %d batches", p->at_batch, o->batches);
+    if (p->rank >= d->world)
+        usage_error(n, "--fault-rank %d: there are %d ranks (0 to %d)", p->rank, d->world, d->world - 1);
+    if (p->at_batch >= o->batches)
+        usage_error(n, "--fault-at-batch %d: the run has %d batches", p->at_batch, o->batches);
     int on_checkpoint = p->kind == FAULT_TORN || p->kind == FAULT_DISK_FULL;
     if (on_checkpoint && (!f->ckpt_root || !f->ckpt_root[0]))
         usage_error(n, "--fault torn and --fault disk-full break a checkpoint's write: give --checkpoint-dir");
     if (on_checkpoint && ((p->at_batch + 1) % f->ckpt_every != 0 || p->at_batch + 1 >= o->batches))
-        usage_error(n, "--fault-at-batch %d: no checkpoint is written after batch %d (--checkpoint-every %d, %d batches)",
+        usage_error(n,
+                    "--fault-at-batch %d: no checkpoint is written after batch %d (--checkpoint-every %d, %d batches)",
                     p->at_batch, p->at_batch, f->ckpt_every, o->batches);
     struct stat st;
     if (f->ckpt_root && f->ckpt_root[0] && (stat(f->ckpt_root, &st) != 0 || !S_ISDIR(st.st_mode)))
         usage_error(n, "--checkpoint-dir %s: no such folder", f->ckpt_root);
     if (f->ckpt_root && f->ckpt_root[0] && d->world > CKPT_MAX_RANKS)
-        usage_error(n, "--checkpoint-dir: checkpoints hold at most %d ranks, this run has %d", CKPT_MAX_RANKS, d->world);
+        usage_error(n, "--checkpoint-dir: checkpoints hold at most %d ranks, this run has %d", CKPT_MAX_RANKS,
+                    d->world);
 }
 
 // LAUNCH_ATTEMPT, set by tools/launch --restarts: 0 the first attempt.
@@ -118,7 +123,8 @@ static int launch_attempt(const char *name)
     if (!text || !*text) return 0;
     char *end = NULL;
     long v = strtol(text, &end, 10);
-    if (*end || v < 0 || v > 1000000) usage_error(name, "LAUNCH_ATTEMPT=%s: expected a whole number (set by tools/launch)", text);
+    if (*end || v < 0 || v > 1000000)
+        usage_error(name, "LAUNCH_ATTEMPT=%s: expected a whole number (set by tools/launch)", text);
     return (int)v;
 }
 
@@ -167,8 +173,10 @@ static int report(trainer *t, fault_tolerance *f, double loop_ms, FILE *out)
                     f->ckpt_root && f->ckpt_root[0] ? ", no complete checkpoint" : ", no --checkpoint-dir");
         fprintf(out, "step: %.3f ms per batch, checkpoints apart%s\n", step_ms, not_perf);
         if (f->checkpoints)
-            fprintf(out, "checkpoints: %ld written, %.3f ms each for %.2f MB per rank (%.1f ms per GB), %.2f%% of the "
-                         "run%s\n", f->checkpoints, ckpt_each, f->ckpt_bytes / 1e6, per_gb,
+            fprintf(out,
+                    "checkpoints: %ld written, %.3f ms each for %.2f MB per rank (%.1f ms per GB), %.2f%% of the "
+                    "run%s\n",
+                    f->checkpoints, ckpt_each, f->ckpt_bytes / 1e6, per_gb,
                     100.0 * f->ckpt_ms / (loop_ms > 0 ? loop_ms : 1), not_perf);
         fprintf(out, "flight recorder: %lld calls, the last %d kept%s; fingerprint checks: %ld\n", f->rec.calls,
                 f->rec.slots, f->rec.path[0] ? "" : " (one rank, no rendezvous folder: never written)",
@@ -235,7 +243,8 @@ int main(int argc, char **argv)
     specs[n++] = arg_int("checkpoint-every", &f.ckpt_every, 1, 1000000, "N", "batches between two checkpoints");
     specs[n++] = arg_int("fingerprint-every", &f.fingerprint_every, 0, 1000000, "N",
                          "every N batches the ranks compare their calls before they issue them; 0: never");
-    specs[n++] = arg_int("ring-slots", &ring_slots, 16, FLIGHT_MAX_SLOTS, "K", "the flight recorder keeps the last K calls");
+    specs[n++] = arg_int("ring-slots", &ring_slots, 16, FLIGHT_MAX_SLOTS, "K",
+                         "the flight recorder keeps the last K calls");
     specs[n++] = arg_choice("fault", &f.fault.kind, "none|kill|skip|order|torn|disk-full",
                             "inject a fault, in a launch's first attempt only: SIGKILL inside an all-reduce, skip "
                             "one, buckets in the opposite order, die half way through a checkpoint, a full disk");

@@ -102,8 +102,8 @@ static void backward_pass(trainer *t, fault_tolerance *f, long i, float *d_batch
     test_delay(t, DELAY_COMPUTE, stream);
     mlp_loss(m, m->d_act[L], batch_targets(t, d_batch), delta, trainer_loss_slot(t, i), cols, cols, stream);
     for (int l = L; l >= 1; l--) {
-        mlp_backward_layer(m, l, l == 1 ? batch_features(d_batch) : m->d_act[l - 1], delta, l > 1 ? prev : NULL,
-                           cols, 0, stream);
+        mlp_backward_layer(m, l, l == 1 ? batch_features(d_batch) : m->d_act[l - 1], delta, l > 1 ? prev : NULL, cols,
+                           0, stream);
         float *swap = delta;
         delta = prev;
         prev = swap;
@@ -175,9 +175,11 @@ static void fingerprint_check(fault_tolerance *f, long i)
     int differ = 0;
     for (int r = 1; r < d->world && !differ; r++)
         if (all[r].hash != all[0].hash || all[r].calls != all[0].calls) {
-            snprintf(line, sizeof line, "rank %d made %lld calls before batch %ld (fingerprint %016llx), rank 0 %lld "
-                     "(%016llx): tools/flight-report names the first that differs", r, all[r].calls, i,
-                     (unsigned long long)all[r].hash, all[0].calls, (unsigned long long)all[0].hash);
+            snprintf(line, sizeof line,
+                     "rank %d made %lld calls before batch %ld (fingerprint %016llx), rank 0 %lld "
+                     "(%016llx): tools/flight-report names the first that differs",
+                     r, all[r].calls, i, (unsigned long long)all[r].hash, all[0].calls,
+                     (unsigned long long)all[0].hash);
             differ = 1;
         }
     if (!differ) {
