@@ -66,12 +66,12 @@ SOLUTION_BINS := $(addprefix $(BUILD)/solutions/,$(LESSONS))
 LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSONS))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
 
-# NCCL, for the lessons that train on several GPUs (12, 13): nccl.h and libnccl under
+# NCCL, for the lessons that train on several GPUs (12, 13, 14): nccl.h and libnccl under
 # NCCL_HOME when it is set (e.g. the nvidia-nccl-cu13 wheel's nvidia/nccl folder), else
 # in the CUDA toolkit, else in the system's folders (NVIDIA's libnccl2 and libnccl-dev
 # packages). Where it is missing those lessons are not built, `make` says so on its
 # first line, and their tests skip with the reason `make -s nccl-status` prints.
-NCCL_LESSONS := $(filter 12_% 13_%,$(LESSONS))
+NCCL_LESSONS := $(filter 12_% 13_% 14_%,$(LESSONS))
 NCCL_INC_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/include,$(CUDA_HOME)/include /usr/include)
 NCCL_LIB_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/lib $(NCCL_HOME)/lib64,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib \
                    /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib)

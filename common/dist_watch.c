@@ -76,7 +76,13 @@ static void unwatch(dist_env *d, ncclComm_t comm)
 // stopping
 
 // Only one of the main thread and the watchdog says why the rank stops.
-int dist_claim_stop(dist_env *d) { return __atomic_exchange_n(&d->stopping, 1, __ATOMIC_SEQ_CST) == 0; }
+// The one that claims it runs the stop hook (lesson 14: the flight recorder's ring) first.
+int dist_claim_stop(dist_env *d)
+{
+    if (__atomic_exchange_n(&d->stopping, 1, __ATOMIC_SEQ_CST) != 0) return 0;
+    if (d->on_stop) d->on_stop(d->on_stop_ctx);
+    return 1;
+}
 
 void dist_say_stop(const dist_env *d, const char *fmt, va_list ap)
 {

@@ -1,0 +1,78 @@
+// STUDENT VERSION of solutions/14_fault_tolerance/recorder.cu, made by `make lessons` (checksum 2873183366)
+// Fill in its 2 TODOs.
+// recorder.cu (lesson 14): the flight recorder. Every communication call of the rank goes into a
+// ring of its last RING_SLOTS calls, with an event recorded behind it on its stream (exercise
+// 14-ring); when the rank stops, for any reason, or ends, the ring is written beside the
+// rendezvous, each call marked by whether its event had fired (exercise 14-events).
+// tools/flight-report reads every rank's ring and names the first divergence.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
+
+void recorder_init(flight_recorder *r, dist_env *d, int slots)
+{
+    memset(r, 0, sizeof *r);
+    r->dist = d;
+    r->slots = slots;
+    r->ring = (flight_entry *)host_calloc((size_t)slots, sizeof(flight_entry), "the flight recorder");
+    r->done = (cudaEvent_t *)host_calloc((size_t)slots, sizeof(cudaEvent_t), "the flight recorder");
+    for (int k = 0; k < slots; k++) CUDA_CHECK(cudaEventCreateWithFlags(&r->done[k], cudaEventDisableTiming));
+    r->hash = FNV1A_START;
+    if (d->folder[0]) snprintf(r->path, sizeof r->path, "%s/flight.%s.rank%d", d->folder, d->run, d->rank);
+}
+
+void recorder_destroy(flight_recorder *r)
+{
+    for (int k = 0; k < r->slots; k++) CUDA_CHECK(cudaEventDestroy(r->done[k]));
+    free(r->done);
+    free(r->ring);
+}
+
+// Called right after the call was issued on `stream`: NCCL has queued it, nothing says yet that
+// it ran. The event recorded behind it says so later.
+void recorder_record(flight_recorder *r, flight_op op, long batch, int part, size_t count, size_t elem_bytes, int peer,
+                     cudaStream_t stream, const char *stream_name)
+{
+    // TODO(14-ring): the call's entry goes in slot r->calls % r->slots: fill seq (r->calls), index (r->collectives:
+    // this lesson issues collectives only), op, batch, part, count, bytes, peer, stream (the name), fired -1; record
+    // that slot's event r->done[...] on `stream` behind the call; then count the call (r->calls, r->collectives) and
+    // fold op, count and part into r->hash with fnv1a
+    (void)r, (void)op, (void)batch, (void)part, (void)count, (void)elem_bytes, (void)peer, (void)stream;
+    (void)stream_name;
+}
+
+// Writes the ring, oldest call first, each marked by whether its completion event has fired.
+// Runs once: from the stop hook (the main thread or the watchdog, the rank about to abort) or
+// at the end of the run.
+void recorder_write(flight_recorder *r, const char *why)
+{
+    if (!r->path[0] || __atomic_exchange_n(&r->written, 1, __ATOMIC_SEQ_CST)) return;
+    flight_ring out;
+    memset(&out, 0, sizeof out);
+    out.rank = r->dist->rank;
+    out.world = r->dist->world;
+    snprintf(out.run, sizeof out.run, "%s", r->dist->run);
+    out.calls = r->calls;
+    out.slots = r->slots;
+    snprintf(out.stopped, sizeof out.stopped, "%s", why);
+    out.entries = (flight_entry *)calloc((size_t)r->slots, sizeof(flight_entry));
+    if (!out.entries) return;
+    long long first = r->calls > r->slots ? r->calls - r->slots : 0;
+    for (long long seq = first; seq < r->calls; seq++) {
+        int slot = (int)(seq % r->slots);
+        flight_entry *e = &out.entries[out.n++];
+        *e = r->ring[slot];
+        // TODO(14-events): has the call's completion event fired? cudaEventQuery on r->done[slot]: cudaSuccess 1,
+        // cudaErrorNotReady 0, any other answer (a broken context) -1; it never waits, so it is safe while the rank
+        // stops
+    }
+    if (flight_write(r->path, &out) != 0) fprintf(stderr, "%s: cannot write %s\n", r->dist->name, r->path);
+    free(out.entries);
+}
+
+void recorder_stop_hook(void *ctx)
+{
+    recorder_write((flight_recorder *)ctx, "aborted (the rank's own message says why)");
+}

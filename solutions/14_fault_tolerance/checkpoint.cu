@@ -1,0 +1,189 @@
+// checkpoint.cu (lesson 14): every --checkpoint-every batches each rank writes its whole state
+// (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
+// batch i's data follows from i and the seed) so that a crash at any instant leaves the last
+// complete checkpoint readable: each file written whole under a temporary name, flushed to the
+// disk, then renamed (exercise 14-atomic); rank 0's manifest, with every file's size and
+// checksum, written last. No manifest, no checkpoint: a restart passes over it (resume.cu).
+#include <dirent.h>  // opendir: the folders of older checkpoints
+#include <errno.h>
+#include <fcntl.h>   // open: a folder, to flush a rename in it
+#include <signal.h>  // raise, SIGKILL
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>  // mkdir
+#include <unistd.h>    // fsync, unlink, rmdir, getpid
+
+#include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
+
+// The folder's own entry of a renamed file reaches the disk only when the folder is flushed.
+static int sync_folder(const char *path)
+{
+    char folder[1200];
+    snprintf(folder, sizeof folder, "%s", path);
+    char *slash = strrchr(folder, '/');
+    if (slash) *slash = '\0';
+    int fd = open(slash ? folder : ".", O_RDONLY);
+    if (fd < 0) return -1;
+    int r = fsync(fd);
+    close(fd);
+    return r;
+}
+
+// Writes `size` bytes, with the faults of --fault: the rank dies half way (torn), or the write
+// fails half way with ENOSPC (a full disk). Returns what fwrite returns.
+static size_t write_bytes(fault_tolerance *f, FILE *out, const void *data, size_t size, long batch)
+{
+    int torn = fault_now(f, FAULT_TORN, batch), full = fault_now(f, FAULT_DISK_FULL, batch);
+    if (!torn && !full) return fwrite(data, 1, size, out);
+    size_t half = fwrite(data, 1, size / 2, out);
+    fflush(out);
+    if (torn) {
+        fprintf(stderr, "%s: killed half way through its checkpoint of batch %ld as asked (--fault torn)\n",
+                f->dist->name, batch);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+    errno = ENOSPC;  // --fault disk-full: as the kernel answers when the disk is full
+    return half;
+}
+
+// Writes `data` to `path` so that a crash at any instant leaves either the old file (or none)
+// or the whole new one, never a part. 0, or -1 with errno set and no file left behind.
+int write_atomically(fault_tolerance *f, const char *path, const void *data, size_t size, long batch)
+{
+    char tmp[1400];
+    if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    // BEGIN SOLUTION(14-atomic): write to the temporary name `tmp`, never to `path`: fopen, write_bytes (it injects the faults), fflush, fsync(fileno(...)), fclose; any failure: unlink the temporary file, keep errno, return -1; then rename it to `path` and sync_folder(path)
+    FILE *out = fopen(tmp, "wb");
+    if (!out) return -1;
+    int bad = write_bytes(f, out, data, size, batch) != size;
+    bad = bad || fflush(out) != 0 || fsync(fileno(out)) != 0;
+    int saved = errno;
+    bad = fclose(out) != 0 || bad;
+    if (bad || rename(tmp, path) != 0) {
+        saved = bad ? saved : errno;
+        unlink(tmp);
+        errno = saved;
+        return -1;
+    }
+    return sync_folder(path);
+    //| (void)f, (void)path, (void)data, (void)size, (void)batch, (void)tmp, (void)write_bytes, (void)sync_folder;
+    //| return -1;
+    // END SOLUTION
+}
+
+// Removes checkpoint `batch`'s folder and everything in it.
+static void remove_checkpoint(const char *root, long long batch)
+{
+    char folder[1200], path[1500];
+    ckpt_folder(root, batch, folder, sizeof folder);
+    DIR *d = opendir(folder);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+            snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
+            unlink(path);
+        }
+    closedir(d);
+    rmdir(folder);
+}
+
+// Keeps the newest CKPT_KEEP complete checkpoints (this one among them); removes the rest,
+// incomplete ones older than this one included.
+static void prune(const fault_tolerance *f, long long batch)
+{
+    long long batches[1024];
+    int n = ckpt_list(f->ckpt_root, batches, 1024), kept = 0;
+    for (int k = 0; k < n; k++) {
+        if (batches[k] > batch) continue;  // newer: an earlier attempt's, left alone
+        ckpt_manifest m;
+        char why[1400];
+        if (kept < CKPT_KEEP && ckpt_check(f->ckpt_root, batches[k], &m, why, sizeof why) == 0)
+            kept++;
+        else
+            remove_checkpoint(f->ckpt_root, batches[k]);
+    }
+}
+
+// What each rank tells rank 0 of its file: the manifest lists it.
+typedef struct {
+    long long size;
+    uint64_t sum;
+    int ok, err;
+} rank_file;
+
+// The state after batch `batch`: the weights copied back once the step is done, the losses
+// taken up to it, this rank's file, then (rank 0) the manifest.
+void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss)
+{
+    dist_env *d = f->dist;
+    double t0 = host_now_ms();
+    mlp_model *m = &t->model;
+    // behind batch `batch`'s update and its loss's copy on the compute stream
+    CUDA_CHECK(cudaMemcpyAsync(f->h_params, m->d_params, sizeof(float) * m->shape.nparams, cudaMemcpyDeviceToHost,
+                               t->compute_stream));
+    CUDA_CHECK(cudaEventRecord(f->params_copied, t->compute_stream));
+    HOST_SYNC(t, dist_event_wait(d, f->params_copied));
+    for (; *next_loss <= batch; (*next_loss)++) trainer_take_loss(t, *next_loss);  // every copy has landed
+
+    char folder[1200], path[1300];
+    ckpt_folder(f->ckpt_root, batch, folder, sizeof folder);
+    if (mkdir(folder, 0755) != 0 && errno != EEXIST) dist_fail(d, "cannot make %s: %s", folder, strerror(errno));
+    ckpt_header h;
+    memset(&h, 0, sizeof h);
+    h.rank = d->rank;
+    h.world = d->world;
+    h.batch = batch;
+    h.params = (long long)m->shape.nparams;
+    h.losses = batch + 1;
+    snprintf(h.shape, sizeof h.shape, "%s", f->shape);
+    h.seed = t->opt.seed;
+    size_t size = 0;
+    uint64_t sum = 0;
+    unsigned char *bytes = ckpt_encode(&h, f->h_params, t->run.losses, &size, &sum);
+    if (!bytes) dist_fail(d, "out of memory for the checkpoint of batch %ld", batch);
+    ckpt_rank_file(f->ckpt_root, batch, d->rank, path, sizeof path);
+    rank_file mine = {(long long)size, sum, 1, 0};
+    if (write_atomically(f, path, bytes, size, batch) != 0) mine.ok = 0, mine.err = errno;
+    free(bytes);
+
+    // one small collective: every rank's file is there (or why not) before the manifest is
+    rank_file *all = (rank_file *)host_calloc((size_t)d->world, sizeof(rank_file), "the checkpoint");
+    dist_allgather(d, &mine, all, sizeof mine, f->comm_stream);
+    recorder_record(&f->rec, FLIGHT_ALL_GATHER, batch, -1, sizeof mine * (size_t)d->world, 1, -1, f->comm_stream,
+                    "comm");
+    for (int r = 0; r < d->world; r++)
+        if (!all[r].ok)
+            dist_fail(d,
+                      "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
+                      "complete checkpoint stays where it was",
+                      batch, r, strerror(all[r].err));
+    if (d->rank == 0) {
+        ckpt_manifest man;
+        memset(&man, 0, sizeof man);
+        man.batch = batch;
+        man.world = d->world;
+        snprintf(man.shape, sizeof man.shape, "%s", f->shape);
+        man.params = h.params;
+        man.seed = h.seed;
+        for (int r = 0; r < d->world; r++) {
+            man.size[r] = all[r].size;
+            man.sum[r] = all[r].sum;
+        }
+        char text[CKPT_MAX_RANKS * 64 + 512];
+        ckpt_manifest_text(&man, text, sizeof text);
+        ckpt_manifest_file(f->ckpt_root, batch, path, sizeof path);
+        if (write_atomically(f, path, text, strlen(text), -1) != 0)
+            dist_fail(d, "cannot write %s: %s; the last complete checkpoint stays where it was", path, strerror(errno));
+        prune(f, batch);
+    }
+    free(all);
+    f->checkpoints++;
+    f->ckpt_ms += host_now_ms() - t0;
+    f->ckpt_bytes = size;
+}

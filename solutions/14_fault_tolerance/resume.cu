@@ -1,0 +1,69 @@
+// resume.cu (lesson 14): where a run starts. Before the GPU is touched, the newest complete
+// checkpoint under --checkpoint-dir (a torn or corrupt one is said and passed over for the one
+// before it); a checkpoint of another model shape, rank count or seed is refused with one
+// line and exit code 2. Once the GPU is open each rank takes its own state back and trains from
+// the batch after the checkpoint's (exercise 14-resume).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
+
+static void say_skipped(void *ctx, long long batch, const char *why)
+{
+    const fault_tolerance *f = (const fault_tolerance *)ctx;
+    if (f->dist->rank == 0)
+        fprintf(stderr, "%s: checkpoint of batch %lld passed over: %s\n", f->dist->name, batch, why);
+}
+
+long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed)
+{
+    if (!f->ckpt_root || !f->ckpt_root[0]) return -1;
+    ckpt_manifest m;
+    long long batch = ckpt_latest(f->ckpt_root, &m, say_skipped, (void *)f);
+    if (batch < 0) return -1;
+    const char *name = f->dist->name;
+    if (m.world != f->dist->world)
+        usage_error(name,
+                    "--checkpoint-dir %s: its checkpoint of batch %lld holds %d ranks, this run has %d (a "
+                    "checkpoint of another run)",
+                    f->ckpt_root, batch, m.world, f->dist->world);
+    if (strcmp(m.shape, f->shape) != 0 || m.params != (long long)s->nparams)
+        usage_error(name,
+                    "--checkpoint-dir %s: its checkpoint of batch %lld holds a model of shape %s, this run's is "
+                    "%s (a checkpoint of another run)",
+                    f->ckpt_root, batch, m.shape, f->shape);
+    if (m.seed != seed)
+        usage_error(name,
+                    "--checkpoint-dir %s: its checkpoint of batch %lld was trained with --seed %d, this run has "
+                    "--seed %d (a checkpoint of another run)",
+                    f->ckpt_root, batch, m.seed, seed);
+    return batch;
+}
+
+// This rank's state from checkpoint `batch` (found complete by find_checkpoint): the weights
+// on the GPU, the losses taken so far; returns the first batch to train.
+long restore(trainer *t, fault_tolerance *f, long long batch)
+{
+    char path[1300], why[1500];
+    ckpt_header h;
+    float *params = NULL;
+    double *losses = NULL;
+    ckpt_rank_file(f->ckpt_root, batch, f->dist->rank, path, sizeof path);
+    if (ckpt_read_rank(path, &h, &params, &losses, why, sizeof why) != 0)
+        dist_fail(f->dist, "cannot resume: %s", why);  // checked a moment ago: the file changed since
+    long start = 0;
+    // BEGIN SOLUTION(14-resume): put the checkpoint's weights (params, h.params floats) into t->model.d_params (cudaMemcpy), its losses (losses[k] for k < h.losses) into t->run.losses[k], each counted taken once (t->run.taken[k] = 1), and start at the batch after the checkpoint's: h.batch + 1
+    CUDA_CHECK(cudaMemcpy(t->model.d_params, params, sizeof(float) * (size_t)h.params, cudaMemcpyHostToDevice));
+    for (long long k = 0; k < h.losses; k++) {
+        t->run.losses[k] = losses[k];
+        t->run.taken[k] = 1;
+    }
+    start = (long)h.batch + 1;
+    //| (void)t;
+    // END SOLUTION
+    free(params);
+    free(losses);
+    f->resume_from = start > 0 ? batch : -1;
+    return start;
+}

@@ -1,0 +1,459 @@
+#!/usr/bin/env bats
+# Lesson 14: a hang found by name, a failure survived, nothing lost. Built only where make finds
+# NCCL (`make -s nccl-status` says why not). The flight recorder's rings and the checkpoints are
+# files: tools/flight-report and tools/checkpoint-report are checked on fixtures without a GPU
+# (tests/fixtures/14_flight, 14_checkpoints), and so are tools/launch --restarts and the refusal
+# of another run's checkpoint. The runs of two ranks use two GPUs where they are visible, else
+# simulated nodes on one (tools/launch --simulate-nodes). Scored checks (ex:) fail while their
+# exercise is unsolved: an empty ring names nothing, an unfired event is never reported, a
+# checkpoint never written or never read back redoes every batch.
+
+load helpers
+
+P=14_fault_tolerance
+# 30 batches of lesson 12's small model, three buckets (layers 4-3 | 2 | 1): 67848, 65792 and
+# 16640 floats (265.0, 257.0 and 65.0 KiB)
+S14="--batches 30 --batch 64 --in 64 --hidden 256 --out 8 --bucket-mib 0.25"
+FL=$FIXTURES/14_flight
+CK=$FIXTURES/14_checkpoints
+
+setup_file() {
+    detect_nccl "$P"
+    detect_gpu
+}
+
+# one_line: $stderr is exactly one line
+one_line() {
+    [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "expected one line on stderr, got: $stderr"
+}
+
+# launch14 N NAME [LAUNCH OPTIONS] -- ARGS...: N ranks of $BIN/$P under tools/launch (simulated
+# nodes on fewer GPUs), in the rendezvous folder $BATS_TEST_TMPDIR/rv (run id t), with --json.
+# Rank 0's last JSON object (an attempt that failed leaves a bare "{") into NAME.json, every
+# rank's stderr and the launcher's into NAME.txt.
+launch14() {
+    local n=$1 name=$2 opts=()
+    shift 2
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do opts+=("$1"); shift; done
+    shift
+    mkdir -p "$BATS_TEST_TMPDIR/rv"
+    # shellcheck disable=SC2046
+    run --separate-stderr "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$LAUNCH" $(launch_options "$n") --rendezvous \
+        "$BATS_TEST_TMPDIR/rv" --run-id t "${opts[@]}" "$BIN/$P" "$@" --json
+    printf '%s\n' "$output" | awk '/^\{$/ { n = 0; delete l } { l[++n] = $0 } END { for (k = 1; k <= n; k++) print l[k] }' \
+        >"$BATS_TEST_TMPDIR/$name.json"
+    printf '%s\n' "$stderr" >"$BATS_TEST_TMPDIR/$name.txt"
+}
+
+# assert_same_bits A B: the two runs' JSON give the same final weights and losses
+assert_same_bits() {
+    local a=$BATS_TEST_TMPDIR/$1.json b=$BATS_TEST_TMPDIR/$2.json
+    assert_equal "$(json_get "$a" weights_checksum) $(json_get "$a" loss_checksum)" \
+        "$(json_get "$b" weights_checksum) $(json_get "$b" loss_checksum)"
+}
+
+# ----------------------------------------------------------------------------
+# course health: no GPU needed
+
+@test "14 builds, and --help lists its options, one default each inside its range, and how to restart" {
+    need_nccl
+    check_help "$P"
+    for option in --checkpoint-dir --checkpoint-every --fingerprint-every --ring-slots --fault --fault-rank \
+        --fault-at-batch --rendezvous --timeout-s --bucket-mib --json; do
+        assert_output --partial -- "$option"
+    done
+    assert_output --partial "--restarts"
+    assert_output --partial "tools/flight-report"
+}
+
+@test "14 refuses bad values with exit code 2 and one line naming the option" {
+    need_nccl
+    check_rejects "$P" fault abc 1 crash
+    check_rejects "$P" fault-rank abc -2 65536
+    check_rejects "$P" fault-at-batch abc -2
+    check_rejects "$P" checkpoint-every abc 0 -1
+    check_rejects "$P" fingerprint-every abc -1
+    check_rejects "$P" ring-slots abc 15 65537
+    check_rejects "$P" checkpoint-dir /nonexistent-folder
+    check_rejects "$P" timeout-s 0
+    check_rejects "$P" bucket-mib 0
+}
+
+@test "14 refuses a fault that cannot happen, with one line" {
+    need_nccl
+    check() {
+        run --separate-stderr env "$@"
+        [ "$status" -eq 2 ] || fail "$*: exit code $status, expected 2: $stderr"
+        one_line
+    }
+    check X=1 "$BIN/$P" $S14 --fault kill
+    check X=1 "$BIN/$P" $S14 --fault-rank 0 --fault-at-batch 3
+    check X=1 "$BIN/$P" $S14 --fault kill --fault-rank 0 --fault-at-batch 30
+    [[ "$stderr" == *"--fault-at-batch 30"* ]] || fail "got: $stderr"
+    check X=1 "$BIN/$P" $S14 --fault kill --fault-rank 1 --fault-at-batch 3
+    [[ "$stderr" == *"--fault-rank 1"* ]] || fail "got: $stderr"
+    check X=1 "$BIN/$P" $S14 --fault torn --fault-rank 0 --fault-at-batch 9
+    [[ "$stderr" == *"--checkpoint-dir"* ]] || fail "torn without checkpoints: $stderr"
+    check X=1 "$BIN/$P" $S14 --fault disk-full --fault-rank 0 --fault-at-batch 8 --checkpoint-dir "$BATS_TEST_TMPDIR" \
+        --checkpoint-every 5
+    [[ "$stderr" == *"no checkpoint is written after batch 8"* ]] || fail "no checkpoint there: $stderr"
+    check X=1 "$BIN/$P" $S14 --fault torn --fault-rank 0 --fault-at-batch 29 --checkpoint-dir "$BATS_TEST_TMPDIR" \
+        --checkpoint-every 5
+    check RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" LAUNCH_ATTEMPT=x "$BIN/$P" $S14
+    [[ "$stderr" == *"LAUNCH_ATTEMPT"* ]] || fail "got: $stderr"
+}
+
+@test "14 a checkpoint of another rank count, model shape or seed: one line, exit code 2, before any GPU work" {
+    need_nccl
+    # the fixture: ranks 2, shape 4,8,2 (--in 4 --hidden 8 --layers 1 --out 2), seed 1
+    tiny="--in 4 --hidden 8 --layers 1 --out 2 --batch 64 --batches 40 --checkpoint-dir $CK"
+    check() {
+        run --separate-stderr env CUDA_VISIBLE_DEVICES= RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" "$@"
+        [ "$status" -eq 2 ] || fail "$*: exit code $status, expected 2: $stderr"
+        one_line
+        [[ "$stderr" == *"a checkpoint of another run"* ]] || fail "got: $stderr"
+    }
+    # shellcheck disable=SC2086
+    check RANK=0 WORLD_SIZE=4 "$BIN/$P" $tiny --seed 1
+    [[ "$stderr" == *"holds 2 ranks, this run has 4"* ]] || fail "rank count: $stderr"
+    # shellcheck disable=SC2086
+    check RANK=1 WORLD_SIZE=2 "$BIN/$P" $tiny --seed 1 --hidden 16
+    [[ "$stderr" == *"shape 4,8,2, this run's is 4,16,2"* ]] || fail "shape: $stderr"
+    # shellcheck disable=SC2086
+    check RANK=1 WORLD_SIZE=2 "$BIN/$P" $tiny --seed 7
+    [[ "$stderr" == *"--seed 1, this run has --seed 7"* ]] || fail "seed: $stderr"
+    # the same run: it goes on to the GPU (none here: exit code 3, never 2)
+    # shellcheck disable=SC2086
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" \
+        "$ROOT/tests/timed" 60 "$BIN/$P" $tiny --seed 1
+    assert_equal "$status" 3
+}
+
+@test "14 without a GPU says so and exits with code 3" {
+    need_nccl
+    check_no_gpu_exit "$P" $S14
+}
+
+@test "14 flight-report names the first divergence of hand-made rings in one line, each fault by name" {
+    fr=$TOOLS/flight-report
+    check() {  # check CASE STATUS LINE
+        run --separate-stderr "$fr" "$FL/$1"
+        [ "$status" -eq "$2" ] || fail "$1: exit code $status, expected $2: $output $stderr"
+        assert_equal "$output" "$3"
+    }
+    check order 4 "rank 1 issued all-reduce #15 (batch 5, bucket 2, 65.0 KiB) where rank 0 issued all-reduce #15 (batch 5, bucket 0, 265.0 KiB)"
+    check skip 4 "rank 1 issued all-reduce #15 (batch 5, bucket 1, 257.0 KiB) where rank 0 issued all-reduce #15 (batch 5, bucket 0, 265.0 KiB)"
+    check killed 4 "rank 1 left no ring (killed, or stopped before it could write one); rank 0 waits in all-reduce #16 (batch 5, bucket 1, 257.0 KiB), never completed"
+    check stuck 4 "rank 0 waits in all-reduce #15 (batch 5, bucket 0, 265.0 KiB); rank 1 never issued #15 (its last: all-reduce #14 (batch 4, bucket 2, 65.0 KiB))"
+    check pipeline_order 4 "rank 0 issued send #0 to rank 1 (batch 0, micro-batch 1, 32.0 KiB) where rank 1 issued recv #0 from rank 0 (batch 0, micro-batch 0, 32.0 KiB)"
+    check pipeline_fewer 4 "rank 2 waits in recv #2 from rank 1 (batch 0, micro-batch 2, 32.0 KiB); rank 1 never sent #2 (its last: #1)"
+    check clean 0 "no divergence: the 3 ranks' rings agree, every call completed (rank 0: 30 calls, the last all-reduce #29 (batch 9, bucket 2, 65.0 KiB))"
+    # two runs in one folder: the newest by default, another by --run
+    cp -r "$FL/two_runs" "$BATS_TEST_TMPDIR/two"
+    touch -d '2020-01-01' "$BATS_TEST_TMPDIR"/two/flight.job6.*
+    run "$fr" "$BATS_TEST_TMPDIR/two"
+    assert_equal "$status" 4
+    assert_output --partial "bucket 1, 257.0 KiB) where rank 0"
+    run "$fr" "$BATS_TEST_TMPDIR/two" --run job6
+    assert_equal "$status" 4
+    # --ranks: a line per rank first
+    run "$fr" "$FL/killed" --ranks
+    assert_equal "${lines[0]}" "rank 0: 17 calls, the last 8 in its ring; stopped: NCCL reported remote process exited or there was a network error on the parent communicator while this rank was waiting for the GPU"
+    assert_equal "${lines[1]}" "rank 1: no ring"
+}
+
+@test "14 flight-report refuses what is no ring: one line, exit code 2; no ring at all: exit code 1" {
+    fr=$TOOLS/flight-report
+    run --separate-stderr "$fr" "$FL/broken"
+    assert_equal "$status" 2
+    one_line
+    [[ "$stderr" == *"flight.job7.rank0:6:"* ]] || fail "the line that does not read: $stderr"
+    run --separate-stderr "$fr" "$BATS_TEST_TMPDIR"
+    assert_equal "$status" 1
+    one_line
+    run --separate-stderr "$fr" /nonexistent-folder
+    assert_equal "$status" 2
+    run --separate-stderr "$fr"
+    assert_equal "$status" 2
+    run "$fr" --help
+    assert_success
+    assert_output --partial "exit codes"
+    # a ring cut short (the rank died while writing it is impossible: written whole, then
+    # renamed; a hand-cut one is refused)
+    mkdir "$BATS_TEST_TMPDIR/cut"
+    head -n 2 "$FL/order/flight.job7.rank0" >"$BATS_TEST_TMPDIR/cut/flight.x.rank0"
+    run --separate-stderr "$fr" "$BATS_TEST_TMPDIR/cut"
+    assert_equal "$status" 2
+    one_line
+}
+
+@test "14 checkpoint-report: the newest complete checkpoint; torn, corrupt and unfinished ones passed over for the one before" {
+    cr=$TOOLS/checkpoint-report
+    run "$cr" "$CK"
+    assert_success
+    assert_equal "${lines[0]}" "ckpt-00000019: complete: batch 19, 2 ranks, shape 4,8,2"
+    assert_equal "${lines[2]}" "resume: at batch 20 from ckpt-00000019"
+    copy() { rm -rf "$BATS_TEST_TMPDIR/c"; cp -r "$CK" "$BATS_TEST_TMPDIR/c"; c=$BATS_TEST_TMPDIR/c; }
+    # torn: a rank file cut short under its final name (what a write in place leaves)
+    copy
+    truncate -s 400 "$c/ckpt-00000019/rank1.bin"
+    run "$cr" "$c"
+    assert_success
+    [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: torn: 400 bytes where its header says 674" ]] || fail "${lines[0]}"
+    assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
+    # corrupt: one byte of a weight changed
+    copy
+    printf '\x55' | dd of="$c/ckpt-00000019/rank0.bin" bs=1 seek=300 conv=notrunc 2>/dev/null
+    run "$cr" "$c"
+    assert_success
+    [[ "${lines[0]}" == *"rank0.bin: corrupt: its checksum is "* ]] || fail "${lines[0]}"
+    assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
+    # unfinished: no manifest (the ranks died before rank 0 wrote it); a manifest cut short
+    copy
+    rm "$c/ckpt-00000019/manifest"
+    run "$cr" "$c"
+    [[ "${lines[0]}" == *"no manifest: the checkpoint was never completed"* ]] || fail "${lines[0]}"
+    assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
+    head -n 4 "$CK/ckpt-00000009/manifest" >"$c/ckpt-00000009/manifest"
+    run "$cr" "$c"
+    assert_equal "$status" 1
+    assert_equal "${lines[2]}" "resume: at batch 0, no complete checkpoint"
+    # a rank file of another checkpoint put in its place: its checksum is not the manifest's
+    copy
+    cp "$CK/ckpt-00000009/rank1.bin" "$c/ckpt-00000019/rank1.bin"
+    run "$cr" "$c"
+    [[ "${lines[0]}" == "ckpt-00000019: skipped: "* ]] || fail "${lines[0]}"
+    # a temporary file left by a rank that died while writing: not read at all
+    copy
+    head -c 100 "$CK/ckpt-00000019/rank1.bin" >"$c/ckpt-00000019/rank1.bin.4242.tmp"
+    run "$cr" "$c"
+    assert_equal "${lines[0]}" "ckpt-00000019: complete: batch 19, 2 ranks, shape 4,8,2"
+}
+
+@test "14 checkpoint-report refuses a checkpoint of another rank count or shape: one line, exit code 2" {
+    cr=$TOOLS/checkpoint-report
+    run --separate-stderr "$cr" "$CK" --world 4
+    assert_equal "$status" 2
+    one_line
+    [[ "$stderr" == *"holds 2 ranks, this run has 4"* ]] || fail "got: $stderr"
+    run --separate-stderr "$cr" "$CK" --shape 4,16,2
+    assert_equal "$status" 2
+    one_line
+    run "$cr" "$CK" --world 2 --shape 4,8,2
+    assert_success
+    run --separate-stderr "$cr"
+    assert_equal "$status" 2
+}
+
+@test "14 tools/launch --restarts: every rank started again after a failure, a run id and LAUNCH_ATTEMPT each, rings kept" {
+    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
+#!/usr/bin/env bash
+echo "$RANK $LAUNCH_ATTEMPT $RUN_ID" >>"$OUT/log"
+case "${MODE:-}" in
+once) [ "$LAUNCH_ATTEMPT" = 0 ] && [ "$RANK" = 1 ] && { echo ring >"$RENDEZVOUS_DIR/flight.$RUN_ID.rank1"; exit 7; } ;;
+always) [ "$RANK" = 1 ] && exit 5 ;;
+usage) exit 2 ;;
+esac
+exit 0
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/rank"
+    export OUT=$BATS_TEST_TMPDIR
+    # fails once, restarted once: success, two attempts of both ranks
+    run --separate-stderr env MODE=once "$LAUNCH" -n 2 --restarts 2 "$BATS_TEST_TMPDIR/rank"
+    assert_success
+    [[ "$stderr" == *"launch: a rank failed (exit code 7): restarting every rank, attempt 2 of 3"* ]] || fail "$stderr"
+    assert_equal "$(wc -l <"$OUT/log")" 4
+    assert_equal "$(awk '$2 == 1' "$OUT/log" | wc -l)" 2
+    first=$(awk '$2 == 0 { print $3; exit }' "$OUT/log")
+    assert_equal "$(awk '$2 == 1 { print $3; exit }' "$OUT/log")" "$first.a1"
+    # the launcher's own folder held a ring of the failed attempt: kept, and said
+    [[ "$stderr" != *"rings are kept"* ]] || fail "kept though the run succeeded: $stderr"
+    # fails every time: R + 1 attempts, the last exit code
+    : >"$OUT/log"
+    run --separate-stderr env MODE=always "$LAUNCH" -n 2 --restarts 2 "$BATS_TEST_TMPDIR/rank"
+    assert_equal "$status" 5
+    assert_equal "$(wc -l <"$OUT/log")" 6
+    # bad usage is not restarted
+    : >"$OUT/log"
+    run --separate-stderr env MODE=usage "$LAUNCH" -n 2 --restarts 2 "$BATS_TEST_TMPDIR/rank"
+    assert_equal "$status" 2
+    assert_equal "$(wc -l <"$OUT/log")" 2
+    # no restarts: the first failure ends it, and the rings of the launcher's folder are kept
+    run --separate-stderr env MODE=once "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank"
+    assert_equal "$status" 7
+    [[ "$stderr" == *"rings are kept in "*": tools/flight-report "* ]] || fail "$stderr"
+    kept=$(sed -n 's/.*rings are kept in \(.*\): tools.*/\1/p' <<<"$stderr")
+    [ -f "$(echo "$kept"/flight.*.rank1)" ] || fail "no ring in $kept"
+    rm -rf "$kept"
+    # bad usage of launch itself
+    for args in "-n 2 --restarts x" "-n 2 --restarts -1" "-n 2 --nodes 2 --node-rank 0 --rendezvous $BATS_TEST_TMPDIR --run-id a --restarts 1"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$LAUNCH" $args "$BATS_TEST_TMPDIR/rank"
+        [ "$status" -eq 2 ] || fail "launch $args: exit code $status"
+        one_line
+    done
+}
+
+# ----------------------------------------------------------------------------
+# two ranks: two GPUs, or simulated nodes on one
+
+# bats test_tags=gpu,ex:14-ring,ex:14-atomic
+@test "14 two ranks: checkpoints every 5 batches, complete, the last two kept; every rank's ring written, agreeing" {
+    need_nccl_gpu
+    export NCCL_ALGO=Ring NCCL_PROTO=Simple
+    mkdir "$BATS_TEST_TMPDIR/ck"
+    launch14 2 a -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5
+    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/a.txt")"
+    f=$BATS_TEST_TMPDIR/a.json
+    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+    assert_equal "$(json_get "$f" checkpoints_written)" 5  # after batches 4, 9, 14, 19, 24
+    assert_equal "$(json_get "$f" start_batch) $(json_get "$f" resumed_from)" "0 -1"
+    # 30 batches x 3 buckets, an all-gather per checkpoint, the losses' all-reduce, the checksums' all-gather
+    assert_equal "$(json_get "$f" flight_calls)" 97
+    run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck" --world 2 --shape 64,256,256,256,8
+    assert_success
+    assert_equal "${lines[*]}" "ckpt-00000024: complete: batch 24, 2 ranks, shape 64,256,256,256,8 ckpt-00000019: complete: batch 19, 2 ranks, shape 64,256,256,256,8 resume: at batch 25 from ckpt-00000024"
+    [ -z "$(find "$BATS_TEST_TMPDIR/ck" -name '*.tmp')" ] || fail "temporary files left: $(find "$BATS_TEST_TMPDIR/ck")"
+    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv" --ranks
+    assert_success
+    assert_equal "${lines[0]}" "rank 0: 97 calls, the last 97 in its ring; stopped: - (the run ended)"
+    [[ "${lines[2]}" == "no divergence: the 2 ranks' rings agree, every call completed (rank 0: 97 calls, the last all-gather #96 "* ]] ||
+        fail "${lines[2]}"
+}
+
+# bats test_tags=gpu,ex:14-atomic,ex:14-resume
+@test "14 two ranks: a run started again on its own finished checkpoints resumes after the last one, with the same bits" {
+    need_nccl_gpu
+    export NCCL_ALGO=Ring NCCL_PROTO=Simple
+    mkdir "$BATS_TEST_TMPDIR/ck"
+    launch14 2 a -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5
+    assert_success
+    launch14 2 b -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5
+    assert_success
+    f=$BATS_TEST_TMPDIR/b.json
+    assert_equal "$(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "24 25"
+    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+    assert_same_bits a b
+    # and without checkpoints at all: the same bits again
+    launch14 2 c -- $S14
+    assert_success
+    assert_same_bits a c
+}
+
+# bats test_tags=gpu,timed,ex:14-ring
+@test "14 buckets in another order, or one all-reduce skipped, on one rank: the run stops, flight-report names the call" {
+    need_nccl_gpu
+    for fault in order skip; do
+        rm -rf "$BATS_TEST_TMPDIR/rv"
+        SECONDS=0
+        launch14 2 x --grace-s 60 -- $S14 --fault $fault --fault-rank 1 --fault-at-batch 5 --timeout-s 10
+        [ "$status" -ne 0 ] || fail "--fault $fault: the run passed"
+        assert_num "$SECONDS" "<" 40 "seconds until every rank had stopped (--fault $fault, --timeout-s 10)"
+        run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv"
+        assert_equal "$status" 4
+        want="rank 1 issued all-reduce #15 (batch 5, bucket 2, 65.0 KiB) where rank 0 issued all-reduce #15 (batch 5, bucket 0, 265.0 KiB)"
+        [ $fault = skip ] && want="rank 1 issued all-reduce #15 (batch 5, bucket 1, 257.0 KiB) where rank 0 issued all-reduce #15 (batch 5, bucket 0, 265.0 KiB)"
+        assert_equal "$output" "$want"
+    done
+}
+
+# bats test_tags=gpu,timed,ex:14-ring,ex:14-events
+@test "14 a rank killed inside an all-reduce: the other stops, and flight-report names the rank and the call it waits in" {
+    need_nccl_gpu
+    SECONDS=0
+    launch14 2 x --grace-s 60 -- $S14 --fault kill --fault-rank 1 --fault-at-batch 5 --timeout-s 10
+    [ "$status" -ne 0 ] || fail "the run passed"
+    assert_num "$SECONDS" "<" 40 "seconds until every rank had stopped (--timeout-s 10)"
+    grep -q "$P rank 1: killed inside all-reduce #15 at batch 5" "$BATS_TEST_TMPDIR/x.txt" ||
+        fail "rank 1's line: $(cat "$BATS_TEST_TMPDIR/x.txt")"
+    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv"
+    assert_equal "$status" 4
+    assert_equal "$output" "rank 1 left no ring (killed, or stopped before it could write one); rank 0 waits in all-reduce #15 (batch 5, bucket 0, 265.0 KiB), never completed"
+}
+
+# bats test_tags=gpu,timed
+@test "14 the fingerprint check stops a skipped all-reduce before anything hangs, naming it, well under the time limit" {
+    need_nccl_gpu
+    SECONDS=0
+    launch14 2 x --grace-s 60 -- $S14 --fingerprint-every 1 --fault skip --fault-rank 1 --fault-at-batch 5 --timeout-s 30
+    assert_equal "$status" 1
+    assert_num "$SECONDS" "<" 20 "seconds until every rank had stopped (the time limit is 30 s)"
+    for r in 0 1; do
+        grep -q "^$P rank $r: .*fingerprint check before batch 5: rank 1 issued all-reduce #21 (batch 5, bucket 1, 257.0 KiB) where rank 0 issued all-reduce #21 (batch 5, bucket 0, 265.0 KiB)" \
+            "$BATS_TEST_TMPDIR/x.txt" || fail "rank $r: $(cat "$BATS_TEST_TMPDIR/x.txt")"
+    done
+    # with no fault: a check every batch, and the run passes
+    launch14 2 y -- $S14 --fingerprint-every 1
+    assert_success
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/y.json" fingerprint_checks)" 30
+}
+
+# bats test_tags=gpu,ex:14-ring,ex:14-atomic,ex:14-resume
+@test "14 a rank killed at batch 13 and every rank restarted: the bits of a run that never failed, at most 5 batches redone" {
+    need_nccl_gpu
+    export NCCL_ALGO=Ring NCCL_PROTO=Simple
+    launch14 2 clean -- $S14
+    assert_success
+    mkdir "$BATS_TEST_TMPDIR/ck"
+    launch14 2 r --restarts 1 --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
+        --fault kill --fault-rank 1 --fault-at-batch 13 --timeout-s 10
+    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 8 "$BATS_TEST_TMPDIR/r.txt")"
+    grep -q "launch: a rank failed .*restarting every rank, attempt 2 of 2" "$BATS_TEST_TMPDIR/r.txt" ||
+        fail "no restart: $(cat "$BATS_TEST_TMPDIR/r.txt")"
+    f=$BATS_TEST_TMPDIR/r.json
+    assert_equal "$(json_get "$f" attempt) $(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "1 9 10"
+    assert_num $((13 - $(json_get "$f" start_batch))) "<=" 5 "batches redone"
+    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+    assert_same_bits clean r
+    # the failed attempt's rings are there too: rank 1 left none, rank 0 waited in its all-reduce
+    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv" --run t
+    assert_equal "$status" 4
+    [[ "$output" == "rank 1 left no ring"*"rank 0 waits in all-reduce #"*"(batch 13, bucket 0, "* ]] || fail "$output"
+}
+
+# bats test_tags=gpu,ex:14-atomic,ex:14-resume
+@test "14 a checkpoint torn half way, or a full disk: the one before it used, no temporary file left, the same bits" {
+    need_nccl_gpu
+    export NCCL_ALGO=Ring NCCL_PROTO=Simple
+    launch14 2 clean -- $S14
+    assert_success
+    for fault in torn disk-full; do
+        rm -rf "$BATS_TEST_TMPDIR/ck" "$BATS_TEST_TMPDIR/rv"
+        mkdir "$BATS_TEST_TMPDIR/ck"
+        launch14 2 r --restarts 1 --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
+            --fault $fault --fault-rank 1 --fault-at-batch 14 --timeout-s 10
+        [ "$status" -eq 0 ] || fail "--fault $fault: exit code $status: $(tail -n 8 "$BATS_TEST_TMPDIR/r.txt")"
+        t=$BATS_TEST_TMPDIR/r.txt
+        if [ $fault = torn ]; then
+            grep -q "$P rank 1: killed half way through its checkpoint of batch 14" "$t" || fail "$(cat "$t")"
+        else
+            for r in 0 1; do
+                # its own line, or the note of the rank that said it first
+                grep -q "^$P rank $r: .*the checkpoint of batch 14 was not written: rank 1 could not write its file (No space left on device)" "$t" ||
+                    fail "rank $r: $(cat "$t")"
+            done
+        fi
+        f=$BATS_TEST_TMPDIR/r.json
+        assert_equal "$(json_get "$f" attempt) $(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "1 9 10"
+        assert_same_bits clean r
+        if [ $fault = disk-full ]; then  # the write that failed removed its temporary file
+            [ -z "$(find "$BATS_TEST_TMPDIR/ck" -name '*.tmp')" ] || fail "left: $(find "$BATS_TEST_TMPDIR/ck" -name '*.tmp')"
+        fi
+        run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck"
+        assert_success
+        assert_equal "${lines[-1]}" "resume: at batch 25 from ckpt-00000024"
+    done
+}
+
+# bats test_tags=gpu,ex:14-ring
+@test "14 one rank: the weights and losses of lesson 12, bit for bit" {
+    need_nccl_gpu
+    run --separate-stderr ref 12_data_parallel_overlap $S14 --reps 1 --warmup 0 --json
+    assert_success
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
+    run --separate-stderr prog "$P" $S14 --json
+    assert_success
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/b.json"
+    assert_same_bits a b
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" flight_calls)" 92  # 30 x 3, the losses', the checksums'
+}
