@@ -91,9 +91,9 @@ typedef struct {
     pthread_t watchdog;
     int watchdog_running;
 
-    int connecting;           // dist_connect has begun: an early exit from now on leaves a note
-    int stopping;             // dist_fail, dist_abort or the watchdog is stopping this rank
-    int finished;             // dist_finish ran: a normal end, no note
+    int connecting;  // dist_connect has begun: an early exit from now on leaves a note
+    int stopping;    // dist_fail, dist_abort or the watchdog is stopping this rank
+    int finished;    // dist_finish ran: a normal end, no note
 
     // called once, by whichever thread claims the stop (dist_fail, dist_abort, the watchdog),
     // before the rank says why and aborts: lesson 14's flight recorder writes its ring there
