@@ -206,6 +206,10 @@ EXERCISE_KEY_CALLS='
 13-send-after-forward cudaStreamWaitEvent\(up->stream, slot->forwarded
 13-recv-wait          cudaStreamWaitEvent\([^,]*, slot->received
 13-slot-return        cudaEventRecord\(slot->freed
+14-ring               cudaEventRecord\(r->done\[slot
+14-events             cudaEventQuery\(r->done
+14-atomic             fsync\(fileno
+14-resume             cudaMemcpy\(t->model.d_params
 '
 
 @test "course: no exercise's answer in lessons/: its key call stands in the solution, not in the student's files" {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 2629221485)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 3281254314)
 // Fill in its 3 TODOs.
 // train.cu (lesson 12): this rank's shard of a batch; the step, each bucket's all-reduce issued
 // as soon as its gradients are ready (exercises 12-ready, 12-allreduce, 12-update-wait); lesson
@@ -34,8 +34,8 @@ void prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch)
 void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream)
 {
     // TODO(12-allreduce): sum that range of t->model.d_grads over the ranks into the same
-    // range of
-    // dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, dp->dist->comm) on `stream`, inside NCCL_CHECK(dp->dist, ...)
+    // range of dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, dp->dist->comm) on `stream`, inside
+    // NCCL_CHECK(dp->dist, ...)
     (void)t, (void)dp, (void)first, (void)floats, (void)stream;
 }
 
@@ -43,9 +43,8 @@ void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t flo
 static void issue_bucket(trainer *t, data_parallel *dp, int b)
 {
     // TODO(12-ready): the all-reduce must not read the bucket's gradients before the
-    // backward pass
-    // has written them: mark that point on the compute stream with grads_ready[b], and make the communication
-    // stream (not the host) wait for it
+    // backward pass has written them: mark that point on the compute stream with grads_ready[b],
+    // and make the communication stream (not the host) wait for it
     test_delay(t, DELAY_COPY, dp->comm_stream);  // the test hook holds communication back with the copies
     allreduce_gradients(t, dp, dp->plan.first[b], dp->plan.floats[b], dp->comm_stream);
     CUDA_CHECK(cudaEventRecord(dp->reduced[b], dp->comm_stream));

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 585508362)
+// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 886785949)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 14): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -59,9 +59,9 @@ int write_atomically(fault_tolerance *f, const char *path, const void *data, siz
         errno = ENAMETOOLONG;
         return -1;
     }
-    // TODO(14-atomic): write to the temporary name `tmp`, never to `path`: fopen, write_bytes (it injects the faults),
-    // fflush, fsync(fileno(...)), fclose; any failure: unlink the temporary file, keep errno, return -1; then rename it
-    // to `path` and sync_folder(path)
+    // TODO(14-atomic): write to the temporary name `tmp`, never to `path`: fopen,
+    // write_bytes (it injects the faults), fflush, fsync(fileno(...)), fclose; any failure: unlink
+    // the temporary file, keep errno, return -1; then rename it to `path` and sync_folder(path)
     (void)f, (void)path, (void)data, (void)size, (void)batch, (void)tmp, (void)write_bytes, (void)sync_folder;
     return -1;
 }

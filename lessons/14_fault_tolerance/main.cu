@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 2822759510)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 3172787594)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -216,76 +216,73 @@ static int report(trainer *t, fault_tolerance *f, double loop_ms, FILE *out)
     return same && every_once;
 }
 
+// The options: the trainer's, the bucket size, the rendezvous, and lesson 14's own (checkpoints,
+// fingerprints, the recorder's size, the faults); the values checked across the options.
+static void parse_options(dist_env *d, int argc, char **argv, train_options *o, fault_tolerance *f, double *bucket_mib,
+                          int *ring_slots)
+{
+    train_options_default(o);
+    o->batch = SHARD * d->world;
+    memset(f, 0, sizeof *f);
+    f->dist = d;
+    f->ckpt_every = 10;
+    f->resume_from = -1;
+    f->fault.kind = FAULT_NONE;
+    f->fault.rank = f->fault.at_batch = -1;
+    *bucket_mib = 25;
+    *ring_slots = RING_SLOTS;
+    double timeout_s = DIST_TIMEOUT_S;
+    const char *rendezvous = NULL;
+    arg_spec specs[40];
+    int n = train_option_specs(o, specs);
+    specs[n++] = arg_double("bucket-mib", bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
+    specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
+                            "the folder every rank sees, where rank 0 leaves NCCL's id and every rank its flight "
+                            "recorder ring (default: $RENDEZVOUS_DIR)");
+    specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
+    specs[n++] = arg_string("checkpoint-dir", &f->ckpt_root, "DIR",
+                            "write checkpoints into this folder, and resume from its newest complete one");
+    specs[n++] = arg_int("checkpoint-every", &f->ckpt_every, 1, 1000000, "N", "batches between two checkpoints");
+    specs[n++] = arg_int("fingerprint-every", &f->fingerprint_every, 0, 1000000, "N",
+                         "every N batches the ranks compare their calls before they issue them; 0: never");
+    specs[n++] = arg_int("ring-slots", ring_slots, 16, FLIGHT_MAX_SLOTS, "K",
+                         "the flight recorder keeps the last K calls");
+    specs[n++] = arg_choice("fault", &f->fault.kind, "none|kill|skip|order|torn|disk-full",
+                            "inject a fault, in a launch's first attempt only: SIGKILL inside an all-reduce, skip "
+                            "one, buckets in the opposite order, die half way through a checkpoint, a full disk");
+    specs[n++] = arg_int("fault-rank", &f->fault.rank, -1, 65535, "R", "with --fault: the rank it strikes; -1: none");
+    specs[n++] = arg_int("fault-at-batch", &f->fault.at_batch, -1, 1000000, "N",
+                         "with --fault: at this batch (torn, disk-full: the checkpoint after it); -1: none");
+    const char *summary = "Train an MLP on every GPU as lesson 12 does, with a flight recorder, fingerprint checks, "
+                          "checkpoints and restarts.\n" DIST_HOW_TO_RUN(
+                              "ranks") " [--restarts R]; where the "
+                                       "ranks went apart: tools/flight-report DIR";
+    args_parse(argc, argv, d->name, summary, specs, n);
+    dist_configure(d, rendezvous, timeout_s);
+    f->attempt = launch_attempt(d->name);
+    check_options(d, o, f);
+}
+
 int main(int argc, char **argv)
 {
     dist_env d;
     dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
     train_options o;
-    train_options_default(&o);
-    o.batch = SHARD * d.world;
     fault_tolerance f;
-    memset(&f, 0, sizeof f);
-    f.dist = &d;
-    f.ckpt_every = 10;
-    f.resume_from = -1;
-    f.fault.kind = FAULT_NONE;
-    f.fault.rank = f.fault.at_batch = -1;
-    double bucket_mib = 25, timeout_s = DIST_TIMEOUT_S;
-    int ring_slots = RING_SLOTS;
-    const char *rendezvous = NULL;
-    arg_spec specs[40];
-    int n = train_option_specs(&o, specs);
-    specs[n++] = arg_double("bucket-mib", &bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
-    specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
-                            "the folder every rank sees, where rank 0 leaves NCCL's id and every rank its flight "
-                            "recorder ring (default: $RENDEZVOUS_DIR)");
-    specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
-    specs[n++] = arg_string("checkpoint-dir", &f.ckpt_root, "DIR",
-                            "write checkpoints into this folder, and resume from its newest complete one");
-    specs[n++] = arg_int("checkpoint-every", &f.ckpt_every, 1, 1000000, "N", "batches between two checkpoints");
-    specs[n++] = arg_int("fingerprint-every", &f.fingerprint_every, 0, 1000000, "N",
-                         "every N batches the ranks compare their calls before they issue them; 0: never");
-    specs[n++] = arg_int("ring-slots", &ring_slots, 16, FLIGHT_MAX_SLOTS, "K",
-                         "the flight recorder keeps the last K calls");
-    specs[n++] = arg_choice("fault", &f.fault.kind, "none|kill|skip|order|torn|disk-full",
-                            "inject a fault, in a launch's first attempt only: SIGKILL inside an all-reduce, skip "
-                            "one, buckets in the opposite order, die half way through a checkpoint, a full disk");
-    specs[n++] = arg_int("fault-rank", &f.fault.rank, -1, 65535, "R", "with --fault: the rank it strikes; -1: none");
-    specs[n++] = arg_int("fault-at-batch", &f.fault.at_batch, -1, 1000000, "N",
-                         "with --fault: at this batch (torn, disk-full: the checkpoint after it); -1: none");
-    args_parse(argc, argv, d.name,
-               "Train an MLP on every GPU as lesson 12 does, with a flight recorder, fingerprint checks, "
-               "checkpoints and restarts.\nRanks on one GPU, each a node of its own: tools/launch -n 2 "
-               "--simulate-nodes [--restarts R] PROGRAM; where the ranks went apart: tools/flight-report DIR",
-               specs, n);
-    dist_configure(&d, rendezvous, timeout_s);
-    f.attempt = launch_attempt(d.name);
-    check_options(&d, &o, &f);
+    double bucket_mib;
+    int ring_slots;
+    parse_options(&d, argc, argv, &o, &f, &bucket_mib, &ring_slots);
 
     train_options shard = o;  // this rank's trainer: one shard of every batch
     shard.batch = o.batch / d.world;
-    shard.json = o.json && d.rank == 0;
     shard.check_cpu = 0;
     char trace_path[1100];
-    if (o.trace_path) {
-        dist_rank_path(&d, o.trace_path, trace_path, sizeof trace_path);
-        shard.trace_path = trace_path;
-    }
+    FILE *out = dist_rank_outputs(&d, &shard, trace_path, sizeof trace_path);  // rank 0 reports for every rank
     mlp_shape shape;
     mlp_shape_init(&shape, o.in_dim, o.hidden, o.hidden_layers, o.out_dim, shard.batch);
     ckpt_shape_text(shape.dims, shape.layers, f.shape, sizeof f.shape);
     long long found = find_checkpoint(&f, &shape, o.seed);  // another run's: one line, exit code 2, no GPU touched
 
-    FILE *out = o.json ? stderr : stdout;  // rank 0 reports for every rank
-    if (d.rank > 0) {
-        out = NULL;
-        FILE *quiet = fopen("/dev/null", "w");
-        if (!quiet) {
-            fprintf(stderr, "%s: cannot open /dev/null\n", d.name);
-            return EXIT_FAILURE;
-        }
-        harness_report_to(quiet);
-    }
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);

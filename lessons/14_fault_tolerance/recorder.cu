@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/recorder.cu, made by `make lessons` (checksum 2873183366)
+// STUDENT VERSION of solutions/14_fault_tolerance/recorder.cu, made by `make lessons` (checksum 218426118)
 // Fill in its 2 TODOs.
 // recorder.cu (lesson 14): the flight recorder. Every communication call of the rank goes into a
 // ring of its last RING_SLOTS calls, with an event recorded behind it on its stream (exercise
@@ -35,10 +35,11 @@ void recorder_destroy(flight_recorder *r)
 void recorder_record(flight_recorder *r, flight_op op, long batch, int part, size_t count, size_t elem_bytes, int peer,
                      cudaStream_t stream, const char *stream_name)
 {
-    // TODO(14-ring): the call's entry goes in slot r->calls % r->slots: fill seq (r->calls), index (r->collectives:
-    // this lesson issues collectives only), op, batch, part, count, bytes, peer, stream (the name), fired -1; record
-    // that slot's event r->done[...] on `stream` behind the call; then count the call (r->calls, r->collectives) and
-    // fold op, count and part into r->hash with fnv1a
+    // TODO(14-ring): the call's entry goes in slot r->calls % r->slots: fill seq
+    // (r->calls), index (r->collectives: this lesson issues collectives only), op, batch, part,
+    // count, bytes, peer, stream (the name), fired -1; record that slot's event r->done[...] on
+    // `stream` behind the call; then count the call (r->calls, r->collectives) and fold op, count
+    // and part into r->hash with fnv1a
     (void)r, (void)op, (void)batch, (void)part, (void)count, (void)elem_bytes, (void)peer, (void)stream;
     (void)stream_name;
 }
@@ -64,9 +65,9 @@ void recorder_write(flight_recorder *r, const char *why)
         int slot = (int)(seq % r->slots);
         flight_entry *e = &out.entries[out.n++];
         *e = r->ring[slot];
-        // TODO(14-events): has the call's completion event fired? cudaEventQuery on r->done[slot]: cudaSuccess 1,
-        // cudaErrorNotReady 0, any other answer (a broken context) -1; it never waits, so it is safe while the rank
-        // stops
+        // TODO(14-events): has the call's completion event fired? cudaEventQuery on
+        // r->done[slot]: cudaSuccess 1, cudaErrorNotReady 0, any other answer (a broken context)
+        // -1; it never waits, so it is safe while the rank stops
     }
     if (flight_write(r->path, &out) != 0) fprintf(stderr, "%s: cannot write %s\n", r->dist->name, r->path);
     free(out.entries);

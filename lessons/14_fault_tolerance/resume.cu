@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 48328126)
+// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 663854439)
 // Fill in its 1 TODO.
 // resume.cu (lesson 14): where a run starts. Before the GPU is touched, the newest complete
 // checkpoint under --checkpoint-dir (a torn or corrupt one is said and passed over for the one
@@ -55,9 +55,10 @@ long restore(trainer *t, fault_tolerance *f, long long batch)
     if (ckpt_read_rank(path, &h, &params, &losses, why, sizeof why) != 0)
         dist_fail(f->dist, "cannot resume: %s", why);  // checked a moment ago: the file changed since
     long start = 0;
-    // TODO(14-resume): put the checkpoint's weights (params, h.params floats) into t->model.d_params (cudaMemcpy), its
-    // losses (losses[k] for k < h.losses) into t->run.losses[k], each counted taken once (t->run.taken[k] = 1), and
-    // start at the batch after the checkpoint's: h.batch + 1
+    // TODO(14-resume): put the checkpoint's weights (params, h.params floats) into
+    // t->model.d_params (cudaMemcpy), its losses (losses[k] for k < h.losses) into
+    // t->run.losses[k], each counted taken once (t->run.taken[k] = 1), and start at the batch after
+    // the checkpoint's: h.batch + 1
     (void)t;
     free(params);
     free(losses);

@@ -32,8 +32,8 @@ void prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch)
 void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream)
 {
     // BEGIN SOLUTION(12-allreduce): sum that range of t->model.d_grads over the ranks into the same
-    // range of
-    // dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, dp->dist->comm) on `stream`, inside NCCL_CHECK(dp->dist, ...)
+    // range of dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, dp->dist->comm) on `stream`, inside
+    // NCCL_CHECK(dp->dist, ...)
     NCCL_CHECK(dp->dist, ncclAllReduce(t->model.d_grads + first, dp->d_sum + first, floats, ncclFloat, ncclSum,
                                        dp->dist->comm, stream));
     //| (void)t, (void)dp, (void)first, (void)floats, (void)stream;
@@ -44,9 +44,8 @@ void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t flo
 static void issue_bucket(trainer *t, data_parallel *dp, int b)
 {
     // BEGIN SOLUTION(12-ready): the all-reduce must not read the bucket's gradients before the
-    // backward pass
-    // has written them: mark that point on the compute stream with grads_ready[b], and make the communication
-    // stream (not the host) wait for it
+    // backward pass has written them: mark that point on the compute stream with grads_ready[b],
+    // and make the communication stream (not the host) wait for it
     CUDA_CHECK(cudaEventRecord(dp->grads_ready[b], t->compute_stream));
     CUDA_CHECK(cudaStreamWaitEvent(dp->comm_stream, dp->grads_ready[b], 0));
     // END SOLUTION

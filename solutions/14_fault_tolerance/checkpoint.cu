@@ -57,7 +57,9 @@ int write_atomically(fault_tolerance *f, const char *path, const void *data, siz
         errno = ENAMETOOLONG;
         return -1;
     }
-    // BEGIN SOLUTION(14-atomic): write to the temporary name `tmp`, never to `path`: fopen, write_bytes (it injects the faults), fflush, fsync(fileno(...)), fclose; any failure: unlink the temporary file, keep errno, return -1; then rename it to `path` and sync_folder(path)
+    // BEGIN SOLUTION(14-atomic): write to the temporary name `tmp`, never to `path`: fopen,
+    // write_bytes (it injects the faults), fflush, fsync(fileno(...)), fclose; any failure: unlink
+    // the temporary file, keep errno, return -1; then rename it to `path` and sync_folder(path)
     FILE *out = fopen(tmp, "wb");
     if (!out) return -1;
     int bad = write_bytes(f, out, data, size, batch) != size;

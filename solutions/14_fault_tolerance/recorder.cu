@@ -33,7 +33,11 @@ void recorder_destroy(flight_recorder *r)
 void recorder_record(flight_recorder *r, flight_op op, long batch, int part, size_t count, size_t elem_bytes, int peer,
                      cudaStream_t stream, const char *stream_name)
 {
-    // BEGIN SOLUTION(14-ring): the call's entry goes in slot r->calls % r->slots: fill seq (r->calls), index (r->collectives: this lesson issues collectives only), op, batch, part, count, bytes, peer, stream (the name), fired -1; record that slot's event r->done[...] on `stream` behind the call; then count the call (r->calls, r->collectives) and fold op, count and part into r->hash with fnv1a
+    // BEGIN SOLUTION(14-ring): the call's entry goes in slot r->calls % r->slots: fill seq
+    // (r->calls), index (r->collectives: this lesson issues collectives only), op, batch, part,
+    // count, bytes, peer, stream (the name), fired -1; record that slot's event r->done[...] on
+    // `stream` behind the call; then count the call (r->calls, r->collectives) and fold op, count
+    // and part into r->hash with fnv1a
     int slot = (int)(r->calls % r->slots);
     flight_entry *e = &r->ring[slot];
     e->seq = r->calls;
@@ -77,7 +81,9 @@ void recorder_write(flight_recorder *r, const char *why)
         int slot = (int)(seq % r->slots);
         flight_entry *e = &out.entries[out.n++];
         *e = r->ring[slot];
-        // BEGIN SOLUTION(14-events): has the call's completion event fired? cudaEventQuery on r->done[slot]: cudaSuccess 1, cudaErrorNotReady 0, any other answer (a broken context) -1; it never waits, so it is safe while the rank stops
+        // BEGIN SOLUTION(14-events): has the call's completion event fired? cudaEventQuery on
+        // r->done[slot]: cudaSuccess 1, cudaErrorNotReady 0, any other answer (a broken context)
+        // -1; it never waits, so it is safe while the rank stops
         cudaError_t state = cudaEventQuery(r->done[slot]);
         e->fired = state == cudaSuccess ? 1 : state == cudaErrorNotReady ? 0 : -1;
         // END SOLUTION

@@ -53,7 +53,10 @@ long restore(trainer *t, fault_tolerance *f, long long batch)
     if (ckpt_read_rank(path, &h, &params, &losses, why, sizeof why) != 0)
         dist_fail(f->dist, "cannot resume: %s", why);  // checked a moment ago: the file changed since
     long start = 0;
-    // BEGIN SOLUTION(14-resume): put the checkpoint's weights (params, h.params floats) into t->model.d_params (cudaMemcpy), its losses (losses[k] for k < h.losses) into t->run.losses[k], each counted taken once (t->run.taken[k] = 1), and start at the batch after the checkpoint's: h.batch + 1
+    // BEGIN SOLUTION(14-resume): put the checkpoint's weights (params, h.params floats) into
+    // t->model.d_params (cudaMemcpy), its losses (losses[k] for k < h.losses) into
+    // t->run.losses[k], each counted taken once (t->run.taken[k] = 1), and start at the batch after
+    // the checkpoint's: h.batch + 1
     CUDA_CHECK(cudaMemcpy(t->model.d_params, params, sizeof(float) * (size_t)h.params, cudaMemcpyHostToDevice));
     for (long long k = 0; k < h.losses; k++) {
         t->run.losses[k] = losses[k];
