@@ -342,7 +342,7 @@ EOF
 # ----------------------------------------------------------------------------
 # two and four ranks: as many GPUs, or simulated nodes on one
 
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
+# bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 two ranks: bit-identical to the reference on every rank, the same weights everywhere, under every test delay" {
     need_nccl_gpu
     # with two ranks every average is one sum of two numbers, whatever NCCL's algorithm;
@@ -387,21 +387,21 @@ assert_four_ranks() {
     assert_equal "$(json_get "$f" weights_checksums | tr ',' '\n' | sort -u | wc -l)" 1  # one model on every rank
 }
 
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
+# bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 four ranks: bit-identical to the reference on every rank, with buckets and without" {
     need_nccl_gpu
     assert_four_ranks --overlap buckets
     assert_four_ranks --overlap none
 }
 
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
+# bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 four ranks: bit-identical to the reference on every rank, compute delayed, then copies" {
     need_nccl_gpu
     assert_four_ranks --delay-us "$DELAY_US" --delay-on compute
     assert_four_ranks --delay-us "$DELAY_US" --delay-on copy
 }
 
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
+# bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 two ranks: the losses of the whole batch, within 1e-4 of one GPU training the same global batch" {
     need_nccl_gpu
     run --separate-stderr ref 06_per_batch_sync $SMALL --json
@@ -420,7 +420,7 @@ assert_four_ranks() {
     assert_num "$(json_get "$BATS_TEST_TMPDIR/c.json" cpu_check_max_rel)" "<=" 1e-4 "relative difference from the CPU"
 }
 
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
+# bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
 @test "12 two ranks, traces: one per rank, merged with a process row each; one all-reduce per bucket and batch" {
     need_nccl_gpu
     run_ranks 2 r "$P" $SMALL12 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
@@ -442,14 +442,14 @@ assert_four_ranks() {
     assert_success
 }
 
-# bats test_tags=gpu,timed
+# bats test_tags=ranks,gpu,timed
 @test "12 a rank that fails stops every rank well under the time limit (its note), the failed one named, two and four ranks" {
     need_nccl_gpu
     assert_stops_by_note "$P" 2 $SMALL12
     assert_stops_by_note "$P" 4 $SMALL12
 }
 
-# bats test_tags=gpu,timed
+# bats test_tags=ranks,gpu,timed
 @test "12 a rank that hangs: every rank gives up by itself after --timeout-s, and says so" {
     need_nccl_gpu
     assert_stops_by_timeout "$P" 2 $SMALL12
@@ -483,7 +483,7 @@ assert_four_ranks() {
     [[ "$stderr" == *"has 4 ranks, this rank was started as one of 2"* ]] || fail "got: $stderr"
 }
 
-# bats test_tags=gpu
+# bats test_tags=ranks,gpu
 @test "12 more ranks than GPUs, not simulated: every rank says so with one line, exit code 3" {
     need_nccl_gpu
     run --separate-stderr env CUDA_VISIBLE_DEVICES=0 "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 "$BIN/$P" $SMALL
@@ -494,7 +494,7 @@ assert_four_ranks() {
 # Checks of speed: separate GPUs only. Not tagged ex:12-update-wait: at this size every
 # all-reduce but the last ends long before the updates are issued, so a missing wait there
 # may go unseen (the checks above catch it).
-# bats test_tags=gpu,timed,speed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
+# bats test_tags=ranks,gpu,timed,speed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
 @test "12 two GPUs, speed: buckets faster than none in the same run" {
     need_separate_gpus 2
     run_ranks 2 r "$P" $HEAVY12
@@ -504,7 +504,7 @@ assert_four_ranks() {
     assert_num "$(json_get "$f" buckets_step_ms)" "<" "$(json_get "$f" none_step_ms)" "buckets step against none"
 }
 
-# bats test_tags=gpu,timed,speed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
+# bats test_tags=ranks,gpu,timed,speed,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
 @test "12 two GPUs, speed: the trace shows more of the communication hidden with buckets than without" {
     need_separate_gpus 2
     run_ranks 2 r "$P" $HEAVY12 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"

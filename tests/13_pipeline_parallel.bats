@@ -287,7 +287,7 @@ assert_stages_match() {
     assert_equal "$(json_get "$f" layer_checksums)" "$(json_get "$a" layer_checksums)"
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
 @test "13 two stages: the one-stage run's losses and every layer's weights, bit for bit, both schedules, 1 and 2 micro-batches" {
     need_nccl_gpu
     for m in 1 2; do
@@ -296,7 +296,7 @@ assert_stages_match() {
     done
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
 @test "13 two stages: the one-stage run's losses and every layer's weights, bit for bit, both schedules, 4 and 8 micro-batches" {
     need_nccl_gpu
     for m in 4 8; do
@@ -307,7 +307,7 @@ assert_stages_match() {
 
 # four stages: 8 batches a run (every run of four simulated nodes pays for their loopback sockets)
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
 @test "13 four stages: the one-stage run's bits for 1 and 2 micro-batches, fewer than the stages" {
     need_nccl_gpu
     for m in 1 2; do
@@ -316,7 +316,7 @@ assert_stages_match() {
     done
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
 @test "13 four stages: the one-stage run's bits for 4 and 8 micro-batches" {
     need_nccl_gpu
     for m in 4 8; do
@@ -325,7 +325,7 @@ assert_stages_match() {
     done
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
 @test "13 four stages: the one-stage run's bits for 16 micro-batches" {
     need_nccl_gpu
     for m in 16; do
@@ -334,7 +334,7 @@ assert_stages_match() {
     done
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
 @test "13 two stages: every run bit-identical to the reference on every stage, under every test delay" {
     need_nccl_gpu
     for delay in "${DELAYS[@]}"; do
@@ -344,7 +344,7 @@ assert_stages_match() {
     done
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
 @test "13 four stages: every run bit-identical to the reference on every stage, copies delayed, then compute" {
     need_nccl_gpu
     for delay in "${DELAYS[@]:1}"; do
@@ -353,7 +353,7 @@ assert_stages_match() {
     done
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-slot-return
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-slot-return
 @test "13 two and four stages: every micro-batch crosses once each way; 1F1B holds p - s micro-batches on stage s, GPipe M" {
     need_nccl_gpu
     run_ranks 2 r "$P" $SMALL --micro-batches 8
@@ -382,6 +382,7 @@ assert_stages_match() {
     done
 }
 
+# bats test_tags=ranks
 @test "13 the bubble the report predicts is (p-1)/(m+p-1), with the stages and micro-batches of the run" {
     need_nccl_gpu
     run_ranks 2 r "$P" $SMALL --micro-batches 8 --reps 1 --warmup 0
@@ -392,7 +393,7 @@ assert_stages_match() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" bubble_model)" 0.6  # 3/5
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b
 @test "13 two stages, traces: one per rank, merged with a process row each; every hand-over an NCCL kernel on fwd or bwd" {
     need_nccl_gpu
     run_ranks 2 r "$P" $SMALL13 --reps 1 --warmup 0 --trace "$BATS_TEST_TMPDIR/t.json"
@@ -419,20 +420,20 @@ assert_stages_match() {
     assert_success
 }
 
-# bats test_tags=gpu,timed
+# bats test_tags=ranks,gpu,timed
 @test "13 a stage that fails stops every stage well under the time limit (its note), the failed one named, two and four stages" {
     need_nccl_gpu
     assert_stops_by_note "$P" 2 $SMALL13
     assert_stops_by_note "$P" 4 $SMALL13
 }
 
-# bats test_tags=gpu,timed
+# bats test_tags=ranks,gpu,timed
 @test "13 a stage that hangs: every stage gives up by itself after --timeout-s, and says so" {
     need_nccl_gpu
     assert_stops_by_timeout "$P" 2 $SMALL13
 }
 
-# bats test_tags=gpu
+# bats test_tags=ranks,gpu
 @test "13 two stages on one visible GPU, not simulated: every rank says so with one line, exit code 3" {
     need_nccl_gpu
     run --separate-stderr env CUDA_VISIBLE_DEVICES=0 "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 "$BIN/$P" $SMALL
@@ -444,7 +445,7 @@ assert_stages_match() {
 # equal halves (notes/13), no host work: one micro-batch leaves each stage idle half the
 # step, eight about a ninth ((p-1)/(m+p-1)): 9/16 of one's step by the model; 0.8 allowed
 # (an eighth of the batch makes slower matrix products); stages that do not overlap take 1 or more.
-# bats test_tags=gpu,timed,speed
+# bats test_tags=ranks,gpu,timed,speed
 @test "13 two GPUs, speed: eight micro-batches take at most 0.8 of one's step, both schedules" {
     need_separate_gpus 2
     local h13="--hidden 8192 --layers 7 --batch 1024 --prep-work 0 --batches 10 --reps 3 --warmup 1"

@@ -297,7 +297,7 @@ EOF
 # ----------------------------------------------------------------------------
 # two ranks: two GPUs, or simulated nodes on one
 
-# bats test_tags=gpu,ex:14-ring,ex:14-atomic
+# bats test_tags=ranks,gpu,ex:14-ring,ex:14-atomic
 @test "14 two ranks: checkpoints every 5 batches, complete, the last two kept; every rank's ring written, agreeing" {
     need_nccl_gpu
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
@@ -321,7 +321,7 @@ EOF
         fail "${lines[2]}"
 }
 
-# bats test_tags=gpu,ex:14-atomic,ex:14-resume
+# bats test_tags=ranks,gpu,ex:14-atomic,ex:14-resume
 @test "14 two ranks: a run started again on its own finished checkpoints resumes after the last one, with the same bits" {
     need_nccl_gpu
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
@@ -340,7 +340,7 @@ EOF
     assert_same_bits a c
 }
 
-# bats test_tags=gpu,timed,ex:14-ring
+# bats test_tags=ranks,gpu,timed,ex:14-ring
 @test "14 buckets in another order, or one all-reduce skipped, on one rank: the run stops, flight-report names the call" {
     need_nccl_gpu
     for fault in order skip; do
@@ -357,7 +357,7 @@ EOF
     done
 }
 
-# bats test_tags=gpu,timed,ex:14-ring,ex:14-events
+# bats test_tags=ranks,gpu,timed,ex:14-ring,ex:14-events
 @test "14 a rank killed inside an all-reduce: the other stops, and flight-report names the rank and the call it waits in" {
     need_nccl_gpu
     SECONDS=0
@@ -371,7 +371,7 @@ EOF
     assert_equal "$output" "rank 1 left no ring (killed, or stopped before it could write one); rank 0 waits in all-reduce #15 (batch 5, bucket 0, 265.0 KiB), never completed"
 }
 
-# bats test_tags=gpu,timed
+# bats test_tags=ranks,gpu,timed
 @test "14 the fingerprint check stops a skipped all-reduce before anything hangs, naming it, well under the time limit" {
     need_nccl_gpu
     SECONDS=0
@@ -388,7 +388,7 @@ EOF
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/y.json" fingerprint_checks)" 30
 }
 
-# bats test_tags=gpu,ex:14-ring,ex:14-atomic,ex:14-resume
+# bats test_tags=ranks,gpu,ex:14-ring,ex:14-atomic,ex:14-resume
 @test "14 a rank killed at batch 13 and every rank restarted: the bits of a run that never failed, at most 5 batches redone" {
     need_nccl_gpu
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
@@ -411,7 +411,7 @@ EOF
     [[ "$output" == "rank 1 left no ring"*"rank 0 waits in all-reduce #"*"(batch 13, bucket 0, "* ]] || fail "$output"
 }
 
-# bats test_tags=gpu,ex:14-atomic,ex:14-resume
+# bats test_tags=ranks,gpu,ex:14-atomic,ex:14-resume
 @test "14 a checkpoint torn half way, or a full disk: the one before it used, no temporary file left, the same bits" {
     need_nccl_gpu
     export NCCL_ALGO=Ring NCCL_PROTO=Simple

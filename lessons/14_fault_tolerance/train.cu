@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 833301169)
+// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 1384006359)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // train.cu (lesson 14): lesson 12's data-parallel training, each bucket's all-reduce issued as
 // soon as its gradients are ready, with three additions: every NCCL call goes into the flight
@@ -6,6 +6,7 @@
 // compare their calls before they issue them. The loop starts at the resume point and writes
 // a checkpoint every --checkpoint-every batches.
 #include <signal.h>  // raise, SIGKILL
+#include <unistd.h>  // pause
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +56,22 @@ static void prepare_shard(trainer *t, const fault_tolerance *f, long i, float *h
     t->run.main_prep_ms += ms;
 }
 
+// --fault kill: holds the communication stream until the process is killed.
+static void CUDART_CB hold_until_killed(void *unused)
+{
+    (void)unused;
+    for (;;) pause();
+}
+
 // Bucket b's all-reduce on the communication stream after its gradients, recorded.
 static void issue_bucket(trainer *t, fault_tolerance *f, long i, int b)
 {
+    if (fault_now(f, FAULT_KILL, i)) {
+        // every earlier call completed here, so on the other ranks too; this one is held back on
+        // its stream: the others enter it and wait for this rank's part, which never comes
+        CUDA_CHECK(cudaDeviceSynchronize());
+        CUDA_CHECK(cudaLaunchHostFunc(f->comm_stream, hold_until_killed, NULL));
+    }
     CUDA_CHECK(cudaEventRecord(f->grads_ready[b], t->compute_stream));
     CUDA_CHECK(cudaStreamWaitEvent(f->comm_stream, f->grads_ready[b], 0));
     test_delay(t, DELAY_COPY, f->comm_stream);
@@ -67,7 +81,6 @@ static void issue_bucket(trainer *t, fault_tolerance *f, long i, int b)
     recorder_record(&f->rec, FLIGHT_ALL_REDUCE, i, b, f->plan.floats[b], sizeof(float), -1, f->comm_stream, "comm");
     CUDA_CHECK(cudaEventRecord(f->reduced[b], f->comm_stream));
     if (fault_now(f, FAULT_KILL, i)) {
-        // issued here, and on the others: they are inside it, waiting for this rank's part, which never comes
         fprintf(stderr, "%s: killed inside all-reduce #%lld at batch %ld as asked (--fault kill)\n", f->dist->name,
                 f->rec.collectives - 1, i);
         fflush(stderr);
@@ -255,9 +268,10 @@ int train_loop(trainer *t, fault_tolerance *f)
                                    t->compute_stream));
         CUDA_CHECK(cudaEventRecord(f->loss_ready[slot], t->compute_stream));
         take_losses(t, f, i, &next_loss);
-        // a checkpoint after every --checkpoint-every batches, none after the last: the run is done
-        if (f->ckpt_every > 0 && (i + 1) % f->ckpt_every == 0 && i + 1 < t->opt.batches)
-            checkpoint_save(t, f, i, &next_loss);
+        // with --checkpoint-dir, a checkpoint after every --checkpoint-every batches, none after
+        // the last: the run is done
+        int saving = f->ckpt_root && f->ckpt_root[0] && f->ckpt_every > 0;
+        if (saving && (i + 1) % f->ckpt_every == 0 && i + 1 < t->opt.batches) checkpoint_save(t, f, i, &next_loss);
     }
     average_losses(t, f);
     return 0;

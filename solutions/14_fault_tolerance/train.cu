@@ -266,9 +266,10 @@ int train_loop(trainer *t, fault_tolerance *f)
                                    t->compute_stream));
         CUDA_CHECK(cudaEventRecord(f->loss_ready[slot], t->compute_stream));
         take_losses(t, f, i, &next_loss);
-        // a checkpoint after every --checkpoint-every batches, none after the last: the run is done
-        if (f->ckpt_every > 0 && (i + 1) % f->ckpt_every == 0 && i + 1 < t->opt.batches)
-            checkpoint_save(t, f, i, &next_loss);
+        // with --checkpoint-dir, a checkpoint after every --checkpoint-every batches, none after
+        // the last: the run is done
+        int saving = f->ckpt_root && f->ckpt_root[0] && f->ckpt_every > 0;
+        if (saving && (i + 1) % f->ckpt_every == 0 && i + 1 < t->opt.batches) checkpoint_save(t, f, i, &next_loss);
     }
     average_losses(t, f);
     return 0;
