@@ -152,7 +152,8 @@ EOS
     assert_equal "$(tr ' ' '\n' <<<"$hosts" | grep . | sort -u | wc -l)" 3  # a host id each
     # a folder given: used, kept, and cleared of what an earlier run of the same id left
     mkdir "$BATS_TEST_TMPDIR/rv"
-    touch "$BATS_TEST_TMPDIR/rv/failed.job7.rank1" "$BATS_TEST_TMPDIR/rv/nccl-id.job7" "$BATS_TEST_TMPDIR/rv/other"
+    touch "$BATS_TEST_TMPDIR/rv/failed.job7.rank1" "$BATS_TEST_TMPDIR/rv/nccl-id.job7" "$BATS_TEST_TMPDIR/rv/other" \
+        "$BATS_TEST_TMPDIR/rv/flight.job7.rank1" "$BATS_TEST_TMPDIR/rv/flight.job7.a1.rank0"
     run "$LAUNCH" -n 2 --rendezvous "$BATS_TEST_TMPDIR/rv" --run-id job7 "$BATS_TEST_TMPDIR/rank"
     assert_success
     read -r _ _ _ _ run _ dir <"$OUT/rank1"
