@@ -73,6 +73,10 @@ int harness_run_with(trainer *t, const train_variant *variants, int nvariants, h
 // /dev/null: rank 0 reports for every rank.
 void harness_report_to(FILE *out);
 
+// The checksum of a run's losses, each as the float it was (the report's "losses" checksum;
+// lessons 12 and 14 compare it across ranks).
+uint64_t harness_loss_checksum(const double *losses, int n);
+
 // Prints the trace report and the verdict, ends the JSON, frees the trainer;
 // returns the exit code (0 when ok).
 int harness_finish(trainer *t, int ok);

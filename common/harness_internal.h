@@ -50,8 +50,6 @@ FILE *harness_human(const trainer *t);
 
 // ---- harness_check.c
 
-// The checksum of a run's losses, each as the float it was.
-uint64_t harness_loss_checksum(const double *losses, int n);
 // Checks the run just ended against the reference, into the verdict; `k` is its
 // round (negative: a warm-up).
 void harness_check_run(trainer *t, const reference *ref, const char *name, int k, verdict *vd);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 4143599791)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 2585937660)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // report.cu (lesson 12): each part alone (what the figures are made of), the checks across
 // ranks, and the report.
@@ -69,23 +69,14 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
 // ----------------------------------------------------------------------------
 // the checks across ranks, and the report
 
-static uint64_t losses_checksum(const trainer *t)
-{
-    uint64_t h = FNV1A_START;
-    for (int i = 0; i < t->opt.batches; i++) {
-        float f = (float)t->run.losses[i];
-        h = fnv1a(&f, sizeof f, h);
-    }
-    return h;
-}
-
 // Every rank must end with the same weights and losses, bit for bit: they applied the
 // same averaged updates. Rank 0 reports every rank's verdict. Returns 1 when the ranks
 // agree and every rank's own checks passed.
 int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out)
 {
     dist_env *d = dp->dist;
-    uint64_t mine[3] = {mlp_weights_checksum(&t->model, t->compute_stream), losses_checksum(t), (uint64_t)ok};
+    uint64_t mine[3] = {mlp_weights_checksum(&t->model, t->compute_stream),
+                        harness_loss_checksum(t->run.losses, t->opt.batches), (uint64_t)ok};
     uint64_t *all = (uint64_t *)host_calloc((size_t)d->world * 3, sizeof(uint64_t), "every rank's verdict");
     dist_allgather(d, mine, all, sizeof mine, t->compute_stream);
     int same = 1, passed = 1;

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 3172787594)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 522319147)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -130,23 +130,14 @@ static int launch_attempt(const char *name)
     return (int)v;
 }
 
-static uint64_t losses_checksum(const trainer *t)
-{
-    uint64_t h = FNV1A_START;
-    for (int i = 0; i < t->opt.batches; i++) {
-        float v = (float)t->run.losses[i];
-        h = fnv1a(&v, sizeof v, h);
-    }
-    return h;
-}
-
 // Every rank's weights and losses: identical everywhere, and every loss taken once. Rank 0 reports.
 static int report(trainer *t, fault_tolerance *f, double loop_ms, FILE *out)
 {
     dist_env *d = f->dist;
     int once = 1;
     for (int i = 0; i < t->opt.batches; i++) once = once && t->run.taken[i] == 1;
-    uint64_t mine[3] = {mlp_weights_checksum(&t->model, t->compute_stream), losses_checksum(t), (uint64_t)once};
+    uint64_t mine[3] = {mlp_weights_checksum(&t->model, t->compute_stream),
+                        harness_loss_checksum(t->run.losses, t->opt.batches), (uint64_t)once};
     uint64_t *all = (uint64_t *)host_calloc((size_t)d->world * 3, sizeof(uint64_t), "every rank's checksums");
     dist_allgather(d, mine, all, sizeof mine, t->compute_stream);
     recorder_record(&f->rec, FLIGHT_ALL_GATHER, t->opt.batches, -1, sizeof mine * (size_t)d->world, 1, -1,
