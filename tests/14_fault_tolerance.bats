@@ -103,7 +103,7 @@ assert_same_bits() {
     [[ "$stderr" == *"LAUNCH_ATTEMPT"* ]] || fail "got: $stderr"
 }
 
-@test "14 a checkpoint of another rank count, model shape or seed: one line, exit code 2, before any GPU work" {
+@test "14 a checkpoint of another rank count, model shape or seed, or past the run's end: one line, exit code 2, before any GPU work" {
     need_nccl
     # the fixture: ranks 2, shape 4,8,2 (--in 4 --hidden 8 --layers 1 --out 2), seed 1
     tiny="--in 4 --hidden 8 --layers 1 --out 2 --batch 64 --batches 40 --checkpoint-dir $CK"
@@ -122,6 +122,10 @@ assert_same_bits() {
     # shellcheck disable=SC2086
     check RANK=1 WORLD_SIZE=2 "$BIN/$P" $tiny --seed 7
     [[ "$stderr" == *"--seed 1, this run has --seed 7"* ]] || fail "seed: $stderr"
+    # a run shorter than the checkpoint: its losses would not fit
+    # shellcheck disable=SC2086
+    check RANK=0 WORLD_SIZE=2 "$BIN/$P" $tiny --seed 1 --batches 10
+    [[ "$stderr" == *"at or past this run's last batch (--batches 10"* ]] || fail "batches: $stderr"
     # the same run: it goes on to the GPU (none here: exit code 3, never 2)
     # shellcheck disable=SC2086
     run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" \

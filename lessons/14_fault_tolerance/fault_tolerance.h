@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 3236698388)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 2833771528)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -120,7 +120,7 @@ int write_atomically(fault_tolerance *f, const char *path, const void *data, siz
 void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss);
 
 // resume.cu
-long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed);
+long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed, int batches);
 long restore(trainer *t, fault_tolerance *f, long long batch);
 
 #endif

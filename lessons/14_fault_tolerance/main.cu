@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 522319147)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 2290496442)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -272,7 +272,8 @@ int main(int argc, char **argv)
     mlp_shape shape;
     mlp_shape_init(&shape, o.in_dim, o.hidden, o.hidden_layers, o.out_dim, shard.batch);
     ckpt_shape_text(shape.dims, shape.layers, f.shape, sizeof f.shape);
-    long long found = find_checkpoint(&f, &shape, o.seed);  // another run's: one line, exit code 2, no GPU touched
+    long long found = find_checkpoint(&f, &shape, o.seed,
+                                      o.batches);  // another run's: one line, exit code 2, no GPU touched
 
     dist_select_device(&d);
     trainer t;

@@ -1,9 +1,9 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 663854439)
+// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 3624163925)
 // Fill in its 1 TODO.
 // resume.cu (lesson 14): where a run starts. Before the GPU is touched, the newest complete
 // checkpoint under --checkpoint-dir (a torn or corrupt one is said and passed over for the one
-// before it); a checkpoint of another model shape, rank count or seed is refused with one
-// line and exit code 2. Once the GPU is open each rank takes its own state back and trains from
+// before it); a checkpoint of another model shape, rank count or seed, or one at or past the
+// run's last batch, is refused with one line and exit code 2. Once the GPU is open each rank takes its own state back and trains from
 // the batch after the checkpoint's (exercise 14-resume).
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +18,7 @@ static void say_skipped(void *ctx, long long batch, const char *why)
         fprintf(stderr, "%s: checkpoint of batch %lld passed over: %s\n", f->dist->name, batch, why);
 }
 
-long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed)
+long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed, int batches)
 {
     if (!f->ckpt_root || !f->ckpt_root[0]) return -1;
     ckpt_manifest m;
@@ -40,6 +40,11 @@ long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed
                     "--checkpoint-dir %s: its checkpoint of batch %lld was trained with --seed %d, this run has "
                     "--seed %d (a checkpoint of another run)",
                     f->ckpt_root, batch, m.seed, seed);
+    if (batch + 1 >= batches)  // its losses would not fit this run's, and nothing would be left to train
+        usage_error(name,
+                    "--checkpoint-dir %s: its checkpoint of batch %lld lies at or past this run's last batch "
+                    "(--batches %d: a checkpoint of another run)",
+                    f->ckpt_root, batch, batches);
     return batch;
 }
 

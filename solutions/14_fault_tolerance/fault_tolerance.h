@@ -118,7 +118,7 @@ int write_atomically(fault_tolerance *f, const char *path, const void *data, siz
 void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss);
 
 // resume.cu
-long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed);
+long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed, int batches);
 long restore(trainer *t, fault_tolerance *f, long long batch);
 
 #endif

@@ -270,7 +270,8 @@ int main(int argc, char **argv)
     mlp_shape shape;
     mlp_shape_init(&shape, o.in_dim, o.hidden, o.hidden_layers, o.out_dim, shard.batch);
     ckpt_shape_text(shape.dims, shape.layers, f.shape, sizeof f.shape);
-    long long found = find_checkpoint(&f, &shape, o.seed);  // another run's: one line, exit code 2, no GPU touched
+    long long found = find_checkpoint(&f, &shape, o.seed,
+                                      o.batches);  // another run's: one line, exit code 2, no GPU touched
 
     dist_select_device(&d);
     trainer t;
