@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 2833771528)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 3697013300)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -42,7 +42,7 @@
 // attempt of a launch only (LAUNCH_ATTEMPT unset or 0): a restart runs clean.
 typedef enum {
     FAULT_NONE,
-    FAULT_KILL,       // SIGKILL of the rank in the middle of the step's first all-reduce
+    FAULT_KILL,       // SIGKILL of the rank once its step's first all-reduce is issued, held back
     FAULT_SKIP,       // the rank skips the step's first all-reduce
     FAULT_ORDER,      // the rank issues the step's buckets in the opposite order
     FAULT_TORN,       // the rank dies half way through writing its checkpoint (after that batch)

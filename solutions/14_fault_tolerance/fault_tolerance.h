@@ -40,7 +40,7 @@
 // attempt of a launch only (LAUNCH_ATTEMPT unset or 0): a restart runs clean.
 typedef enum {
     FAULT_NONE,
-    FAULT_KILL,       // SIGKILL of the rank in the middle of the step's first all-reduce
+    FAULT_KILL,       // SIGKILL of the rank once its step's first all-reduce is issued, held back
     FAULT_SKIP,       // the rank skips the step's first all-reduce
     FAULT_ORDER,      // the rank issues the step's buckets in the opposite order
     FAULT_TORN,       // the rank dies half way through writing its checkpoint (after that batch)

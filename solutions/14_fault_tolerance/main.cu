@@ -5,7 +5,7 @@
 // run:   tools/launch -n 2 --simulate-nodes build/solutions/14_fault_tolerance --checkpoint-dir DIR
 //        tools/launch -n 2 --simulate-nodes --restarts 1 build/solutions/14_fault_tolerance --checkpoint-dir DIR
 //            --fault kill --fault-rank 1 --fault-at-batch 13      (one line) killed, restarted, the same bits
-//        tools/flight-report RENDEZVOUS_DIR                        where the ranks went apart, in one line
+//        build/tools/flight-report RENDEZVOUS_DIR                  where the ranks went apart, in one line
 //
 // Three ideas on lesson 12's loop (one process per GPU, each bucket's all-reduce issued under
 // the backward pass):
@@ -23,7 +23,7 @@
 //    complete checkpoint (a torn or corrupt one is passed over) and ends with the bits of a run
 //    that never failed.
 // --fault injects what the lesson is about, in a launch's first attempt only: a rank killed
-// inside an all-reduce, a rank that skips one, buckets in another order on one rank, a
+// with an all-reduce issued (the others wait in it), a rank that skips one, buckets in another order on one rank, a
 // checkpoint torn half way through its write, a full disk.
 #include <stdio.h>
 #include <stdlib.h>
@@ -237,7 +237,7 @@ static void parse_options(dist_env *d, int argc, char **argv, train_options *o, 
     specs[n++] = arg_int("ring-slots", ring_slots, 16, FLIGHT_MAX_SLOTS, "K",
                          "the flight recorder keeps the last K calls");
     specs[n++] = arg_choice("fault", &f->fault.kind, "none|kill|skip|order|torn|disk-full",
-                            "inject a fault, in a launch's first attempt only: SIGKILL inside an all-reduce, skip "
+                            "inject a fault, in a launch's first attempt only: SIGKILL with an all-reduce issued, skip "
                             "one, buckets in the opposite order, die half way through a checkpoint, a full disk");
     specs[n++] = arg_int("fault-rank", &f->fault.rank, -1, 65535, "R", "with --fault: the rank it strikes; -1: none");
     specs[n++] = arg_int("fault-at-batch", &f->fault.at_batch, -1, 1000000, "N",
@@ -245,7 +245,7 @@ static void parse_options(dist_env *d, int argc, char **argv, train_options *o, 
     const char *summary = "Train an MLP on every GPU as lesson 12 does, with a flight recorder, fingerprint checks, "
                           "checkpoints and restarts.\n" DIST_HOW_TO_RUN(
                               "ranks") " [--restarts R]; where the "
-                                       "ranks went apart: tools/flight-report DIR";
+                                       "ranks went apart: build/tools/flight-report DIR";
     args_parse(argc, argv, d->name, summary, specs, n);
     dist_configure(d, rendezvous, timeout_s);
     f->attempt = launch_attempt(d->name);

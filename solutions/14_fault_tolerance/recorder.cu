@@ -1,5 +1,5 @@
 // recorder.cu (lesson 14): the flight recorder. Every communication call of the rank goes into a
-// ring of its last RING_SLOTS calls, with an event recorded behind it on its stream (exercise
+// ring of its last --ring-slots calls (default RING_SLOTS), with an event recorded behind it on its stream (exercise
 // 14-ring); when the rank stops, for any reason, or ends, the ring is written beside the
 // rendezvous, each call marked by whether its event had fired (exercise 14-events).
 // tools/flight-report reads every rank's ring and names the first divergence.

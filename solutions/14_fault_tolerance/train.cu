@@ -65,8 +65,8 @@ static void CUDART_CB hold_until_killed(void *unused)
 static void issue_bucket(trainer *t, fault_tolerance *f, long i, int b)
 {
     if (fault_now(f, FAULT_KILL, i)) {
-        // every earlier call completed here, so on the other ranks too; this one is held back on
-        // its stream: the others enter it and wait for this rank's part, which never comes
+        // every earlier call completed here, so every rank issued it; this one is held back on its
+        // stream: the others enter it and wait for this rank's part, which never comes
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaLaunchHostFunc(f->comm_stream, hold_until_killed, NULL));
     }
@@ -190,7 +190,7 @@ static void fingerprint_check(fault_tolerance *f, long i)
         if (all[r].hash != all[0].hash || all[r].calls != all[0].calls) {
             snprintf(line, sizeof line,
                      "rank %d made %lld calls before batch %ld (fingerprint %016llx), rank 0 %lld "
-                     "(%016llx): tools/flight-report names the first that differs",
+                     "(%016llx): build/tools/flight-report names the first that differs",
                      r, all[r].calls, i, (unsigned long long)all[r].hash, all[0].calls,
                      (unsigned long long)all[0].hash);
             differ = 1;
