@@ -286,7 +286,7 @@ EOF
     run --separate-stderr env MODE=once "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank"
     assert_equal "$status" 7
     [[ "$stderr" == *"rings are kept in "*": build/tools/flight-report "* ]] || fail "$stderr"
-    kept=$(sed -n 's/.*rings are kept in \(.*\): build/tools.*/\1/p' <<<"$stderr")
+    kept=$(sed -n 's/.*rings are kept in \(.*\): build\/tools.*/\1/p' <<<"$stderr")
     [ -f "$(echo "$kept"/flight.*.rank1)" ] || fail "no ring in $kept"
     rm -rf "$kept"
     # bad usage of launch itself
