@@ -202,6 +202,11 @@ void dist_fault_inject(dist_env *d, const dist_fault *f, long batch, cudaStream_
 // Gathers `bytes` bytes from every rank into all[] (rank r's at all + r * bytes), on `stream`,
 // and waits (polled). For the checks after the runs.
 void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream);
+// The same, calling issued(ctx, stream) once the all-gather is queued on `stream`, before the
+// wait: lesson 14's flight recorder writes the call down there, so that a rank stuck in it has
+// it in its ring.
+void dist_allgather_then(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream,
+                         void (*issued)(void *ctx, cudaStream_t stream), void *ctx);
 
 // Every communicator finalized and destroyed, the watchdog stopped: a normal end.
 void dist_finish(dist_env *d);

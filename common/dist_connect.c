@@ -86,6 +86,12 @@ void dist_connect(dist_env *d)
 
 void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream)
 {
+    dist_allgather_then(d, mine, all, bytes, stream, NULL, NULL);
+}
+
+void dist_allgather_then(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream,
+                         void (*issued)(void *ctx, cudaStream_t stream), void *ctx)
+{
     size_t total = bytes * (size_t)d->world;
     unsigned char *d_all = (unsigned char *)device_alloc(total), *h_all = (unsigned char *)pinned_alloc(total);
     cudaEvent_t landed;
@@ -95,6 +101,7 @@ void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cuda
                                cudaMemcpyHostToDevice, stream));
     // in place: this rank's part already sits where the gathered array puts it
     NCCL_CHECK(d, ncclAllGather(d_all + bytes * (size_t)d->rank, d_all, bytes, ncclUint8, d->comm, stream));
+    if (issued) issued(ctx, stream);
     CUDA_CHECK(cudaMemcpyAsync(h_all, d_all, total, cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(cudaEventRecord(landed, stream));
     CUDA_CHECK(dist_event_wait(d, landed));

@@ -156,9 +156,7 @@ void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss
 
     // one small collective: every rank's file is there (or why not) before the manifest is
     rank_file *all = (rank_file *)host_calloc((size_t)d->world, sizeof(rank_file), "the checkpoint");
-    dist_allgather(d, &mine, all, sizeof mine, f->comm_stream);
-    recorder_record(&f->rec, FLIGHT_ALL_GATHER, batch, -1, sizeof mine * (size_t)d->world, 1, -1, f->comm_stream,
-                    "comm");
+    recorder_allgather(&f->rec, d, batch, &mine, all, sizeof mine, f->comm_stream, "comm");
     for (int r = 0; r < d->world; r++)
         if (!all[r].ok)
             dist_fail(d,

@@ -106,6 +106,8 @@ void recorder_destroy(flight_recorder *r);
 void recorder_record(flight_recorder *r, flight_op op, long batch, int part, size_t count, size_t elem_bytes, int peer,
                      cudaStream_t stream, const char *stream_name);
 void recorder_write(flight_recorder *r, const char *why);
+void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void *mine, void *all, size_t bytes,
+                        cudaStream_t stream, const char *stream_name);
 void recorder_stop_hook(void *ctx);  // dist_env's on_stop: the ring is written on any stop
 
 // train.cu

@@ -181,8 +181,7 @@ static void fingerprint_check(fault_tolerance *f, long i)
         e->fired = 1;  // not issued yet: nothing to wait for
     }
     fingerprint *all = (fingerprint *)host_calloc((size_t)d->world, sizeof(fingerprint), "the fingerprints");
-    dist_allgather(d, &mine, all, sizeof mine, f->comm_stream);
-    recorder_record(&f->rec, FLIGHT_ALL_GATHER, i, -1, sizeof mine * (size_t)d->world, 1, -1, f->comm_stream, "comm");
+    recorder_allgather(&f->rec, d, i, &mine, all, sizeof mine, f->comm_stream, "comm");
     f->fingerprint_checks++;
     char line[1024] = "";
     int differ = 0;
