@@ -449,6 +449,23 @@ EOF
     done
 }
 
+# The restarts above write the torn checkpoint again: here nothing does, so a write made in
+# place under the file's own name (not atomic) is seen.
+# bats test_tags=ranks,gpu,ex:14-atomic
+@test "14 a rank killed half way through its checkpoint, no restart: no half file under its name, the checkpoint before it used" {
+    need_nccl_gpu
+    mkdir "$BATS_TEST_TMPDIR/ck"
+    launch14 2 r --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
+        --fault torn --fault-rank 1 --fault-at-batch 14 --timeout-s 10
+    [ "$status" -ne 0 ] || fail "the run passed"
+    grep -q "$P rank 1: killed half way through its checkpoint of batch 14" "$BATS_TEST_TMPDIR/r.txt" ||
+        fail "$(cat "$BATS_TEST_TMPDIR/r.txt")"
+    [ ! -e "$BATS_TEST_TMPDIR/ck/ckpt-00000014/rank1.bin" ] ||
+        fail "rank 1's half-written file stands under its own name: the write was not atomic"
+    run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck"
+    assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
+}
+
 # bats test_tags=gpu,ex:14-ring
 @test "14 one rank: the weights and losses of lesson 12, bit for bit" {
     need_nccl_gpu
