@@ -140,6 +140,8 @@ void dist_connected(dist_env *d, ncclComm_t comm);
 // not return) when another rank failed, NCCL reported an error, or nothing happened for
 // --timeout-s. Use it inside HOST_SYNC or SLOT_WAIT like any CUDA wait.
 cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event);
+// The same as a wait of lesson 08's loss ring (loss_ring_wait_with(r, dist_polled_wait, d)).
+cudaError_t dist_polled_wait(void *d, cudaEvent_t event);
 
 // Checks an NCCL call on any of d's communicators, the watchdog watching it while it runs.
 #define NCCL_CHECK(d, expr)                                       \

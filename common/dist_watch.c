@@ -238,6 +238,8 @@ cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event)
     }
 }
 
+cudaError_t dist_polled_wait(void *d, cudaEvent_t event) { return dist_event_wait((dist_env *)d, event); }
+
 void dist_hang(dist_env *d, cudaStream_t stream, const char *fmt, ...)
 {
     va_list ap;

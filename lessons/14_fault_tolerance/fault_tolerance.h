@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 3878462592)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 4129340439)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -18,15 +18,18 @@
 #include "common/ckpt.h"     // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_latest,
                              //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, ckpt_shape_text
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          dist_event_wait, NCCL_CHECK, dist_fail, dist_allgather, dist_finish,
-                             //          dist_describe
+                             //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail,
+                             //          dist_allgather_then, dist_finish, dist_describe, dist_rank_outputs,
+                             //          DIST_HOW_TO_RUN
 #include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_diverge
-#include "common/harness.h"  // defines: harness_report_to, harness_finish
+#include "common/harness.h"  // defines: harness_finish, harness_loss_checksum
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
 #include "common/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc and their frees
 #include "common/timing.h"   // defines: host_now_ms
 #include "common/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_forward, trainer_loss_slot,
-                             //          trainer_take_loss, test_delay, event_pending, HOST_SYNC, SLOT_WAIT; and
+                             //          trainer_take_loss, test_delay, event_pending, HOST_SYNC, SLOT_WAIT,
+                             //          loss_ring, loss_ring_create, loss_ring_wait_with, loss_ring_queue,
+                             //          loss_ring_interval; and
                              //          through model.h, mlp.h and data.h: mlp_loss, mlp_backward_layer,
                              //          mlp_update, mlp_weights_checksum, mlp_shape_init, dataset_prepare_shard,
                              //          fnv1a
@@ -79,11 +82,12 @@ typedef struct {
     dist_env *dist;
     bucket_plan plan;
     cudaStream_t comm_stream;
-    float *d_sum;        // the gradients summed over the ranks
-    mlp_model averaged;  // the model as the update sees it: gradients d_sum, rate lr / ranks
-    cudaEvent_t copied[SLOTS], stepped[SLOTS], loss_ready[LOSS_RING];  // lesson 08's
-    cudaEvent_t grads_ready[MAX_BUCKETS], reduced[MAX_BUCKETS];        // lesson 12's
-    cudaEvent_t params_copied;  // the weights have landed in h_params (a checkpoint)
+    float *d_sum;                               // the gradients summed over the ranks
+    mlp_model averaged;                         // the model as the update sees it: gradients d_sum, rate lr / ranks
+    cudaEvent_t copied[SLOTS], stepped[SLOTS];  // lesson 08's
+    loss_ring losses;                           // lesson 08's loss ring, its waits polled (dist_event_wait)
+    cudaEvent_t grads_ready[MAX_BUCKETS], reduced[MAX_BUCKETS];  // lesson 12's
+    cudaEvent_t params_copied;                                   // the weights have landed in h_params (a checkpoint)
     cudaEvent_t losses_averaged;
     float *h_losses, *d_losses;  // the run's losses, on their way through the all-reduce
     float *h_params;             // pinned: the weights on their way to a checkpoint

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 928703854)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1108999046)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -54,7 +54,8 @@ static void setup(trainer *t, fault_tolerance *f, double bucket_mib, int ring_sl
         CUDA_CHECK(cudaEventCreateWithFlags(&f->copied[s], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&f->stepped[s], cudaEventDisableTiming));
     }
-    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventCreateWithFlags(&f->loss_ready[k], cudaEventDisableTiming));
+    loss_ring_create(&f->losses, t, 0);
+    loss_ring_wait_with(&f->losses, dist_polled_wait, f->dist);  // a rank that failed stops this one's waits too
     for (int b = 0; b < MAX_BUCKETS; b++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&f->grads_ready[b], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&f->reduced[b], cudaEventDisableTiming));
@@ -75,7 +76,7 @@ static void teardown(fault_tolerance *f)
         CUDA_CHECK(cudaEventDestroy(f->copied[s]));
         CUDA_CHECK(cudaEventDestroy(f->stepped[s]));
     }
-    for (int k = 0; k < LOSS_RING; k++) CUDA_CHECK(cudaEventDestroy(f->loss_ready[k]));
+    loss_ring_destroy(&f->losses);
     for (int b = 0; b < MAX_BUCKETS; b++) {
         CUDA_CHECK(cudaEventDestroy(f->grads_ready[b]));
         CUDA_CHECK(cudaEventDestroy(f->reduced[b]));

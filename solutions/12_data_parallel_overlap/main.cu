@@ -36,9 +36,6 @@
 
 static const char *PROG = "12_data_parallel_overlap";
 
-// The loss ring's waits: dist_event_wait, which polls and gives up when another rank has failed.
-static cudaError_t polled_wait(void *ctx, cudaEvent_t event) { return dist_event_wait((dist_env *)ctx, event); }
-
 static void setup(trainer *t, data_parallel *dp, double bucket_mib)
 {
     char why[256];
@@ -66,7 +63,7 @@ static void setup(trainer *t, data_parallel *dp, double bucket_mib)
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->stepped[s], cudaEventDisableTiming));
     }
     loss_ring_create(&dp->losses, t, 0);
-    loss_ring_wait_with(&dp->losses, polled_wait, dp->dist);  // a rank that failed stops this one's waits too
+    loss_ring_wait_with(&dp->losses, dist_polled_wait, dp->dist);  // a rank that failed stops this one's waits too
     for (int b = 0; b < MAX_BUCKETS; b++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->grads_ready[b], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[b], cudaEventDisableTiming));

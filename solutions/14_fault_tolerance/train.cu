@@ -215,20 +215,6 @@ static void fingerprint_check(fault_tolerance *f, long i)
 // ----------------------------------------------------------------------------
 // the training loop (lesson 12's), from the resume point
 
-static void take_losses(trainer *t, fault_tolerance *f, long i, long *next_loss)
-{
-    int last = i == t->opt.batches - 1;
-    if ((i + 1) % SYNC_INTERVAL != 0 && !last) return;
-    long upto = last ? i : i - 1;
-    if (upto < *next_loss) return;
-    HOST_SYNC(t, dist_event_wait(f->dist, f->loss_ready[upto % LOSS_RING]));
-    for (; *next_loss <= upto; (*next_loss)++) {
-        cudaEvent_t landed = f->loss_ready[*next_loss % LOSS_RING];
-        if (event_pending(landed)) SLOT_WAIT(t, dist_event_wait(f->dist, landed));
-        trainer_take_loss(t, *next_loss);
-    }
-}
-
 // Batch i's loss is the mean of the ranks' shard losses: one all-reduce of the whole run's at
 // its end (the losses of batches before the resume point come from the checkpoint).
 static void average_losses(trainer *t, fault_tolerance *f)
@@ -260,11 +246,8 @@ int train_loop(trainer *t, fault_tolerance *f)
         CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, f->copied[s], 0));
         train_step(t, f, i, d_batch);
         CUDA_CHECK(cudaEventRecord(f->stepped[s], t->compute_stream));
-        int slot = (int)(i % LOSS_RING);
-        CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
-                                   t->compute_stream));
-        CUDA_CHECK(cudaEventRecord(f->loss_ready[slot], t->compute_stream));
-        take_losses(t, f, i, &next_loss);
+        loss_ring_queue(&f->losses, t, i, t->compute_stream);
+        loss_ring_interval(&f->losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
         // with --checkpoint-dir, a checkpoint after every --checkpoint-every batches, none after
         // the last: the run is done
         int saving = f->ckpt_root && f->ckpt_root[0] && f->ckpt_every > 0;
