@@ -65,6 +65,7 @@ COMMON_LIB := $(BUILD)/libcourse.a
 SOLUTION_BINS := $(addprefix $(BUILD)/solutions/,$(LESSONS))
 LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSONS))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
+NCCL_TOOLS := $(patsubst tools/%.cu,$(BUILD)/tools/%,$(wildcard tools/*.cu))
 
 # NCCL, for the lessons that train on several GPUs (12, 13, 14): nccl.h and libnccl under
 # NCCL_HOME when it is set (e.g. the nvidia-nccl-cu13 wheel's nvidia/nccl folder), else
@@ -91,6 +92,7 @@ NCCL_MISSING := $(NCCL_LESSONS)
 NCCL_STATUS := NCCL not found ($(if $(NCCL_H),no libnccl.so,no nccl.h) in $(if $(NCCL_HOME),NCCL_HOME=$(NCCL_HOME),$(CUDA_HOME) or /usr); \
                set NCCL_HOME): $(NCCL_LESSONS) not built
 SOLUTION_BINS := $(filter-out $(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)),$(SOLUTION_BINS))
+NCCL_TOOLS :=
 LESSON_BINS := $(filter-out $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)),$(LESSON_BINS))
 endif
 DIST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(DIST_C))
@@ -102,7 +104,7 @@ DIST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(DIST_C))
 all: arch solutions lesson-bins tools
 solutions: $(SOLUTION_BINS)
 lesson-bins: $(LESSON_BINS)
-tools: $(TOOLS)
+tools: $(TOOLS) $(NCCL_TOOLS)
 
 arch:
 	@echo "make: building for compute capability $(ARCH) ($(ARCH_WHY)); $(NCCL_STATUS)"
@@ -151,6 +153,10 @@ $(addprefix $(BUILD)/lessons/,$(NCCL_LESSONS)): $(BUILD)/lessons/%: $$(wildcard 
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) \
 	    $(NCCL_LDLIBS) -o $@
+# The tools that run ranks of their own (tools/*.cu: sm-share) build like the NCCL lessons.
+$(BUILD)/tools/%: tools/%.cu $(DIST_OBJ) $(COMMON_LIB) common/*.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) $(NCCL_CFLAGS) $< $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS) -o $@
 else
 $(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)) $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)):
 	@echo "make: $(@F) needs NCCL: $(NCCL_STATUS)" >&2; exit 1
@@ -211,7 +217,7 @@ dev-check:
 # The C style (.clang-format, written for clang-format 14): fails, naming each line, where
 # clang-format would change a file of common/, solutions/ or tools/; rewrites nothing.
 CLANG_FORMAT ?= clang-format
-FORMAT_FILES := $(wildcard common/*.c common/*.h common/*.cu solutions/*/*.cu solutions/*/*.h tools/*.c)
+FORMAT_FILES := $(wildcard common/*.c common/*.h common/*.cu solutions/*/*.cu solutions/*/*.h tools/*.c tools/*.cu)
 format-check:
 	@if command -v $(CLANG_FORMAT) >/dev/null 2>&1; then \
 	    $(CLANG_FORMAT) --style=file --dry-run -Werror $(FORMAT_FILES); \

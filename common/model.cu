@@ -164,8 +164,8 @@ void mlp_loss(mlp_model *m, const float *y, const float *t, float *dy, float *lo
     CUDA_CHECK(cudaGetLastError());
 }
 
-void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols, int accumulate,
-                        cudaStream_t stream)
+void mlp_backward_weights(mlp_model *m, int l, const float *in, const float *delta, int cols, int accumulate,
+                          cudaStream_t stream)
 {
     const mlp_shape *s = &m->shape;
     cublasHandle_t h = handle_on(m, 1, stream);
@@ -176,14 +176,28 @@ void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta
                              accumulate ? &one : &zero, m->d_grads + s->w_off[l], rows));
     bias_grad_kernel<<<(rows + 255) / 256, 256, 0, stream>>>(delta, m->d_grads + s->b_off[l], rows, cols, accumulate);
     CUDA_CHECK(cudaGetLastError());
-    if (prev) {
-        // error of the layer below = W_l^T * delta, masked by its ReLU (its output is `in`)
-        CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, inner, cols, rows, &one, m->d_params + s->w_off[l], rows,
-                                 delta, rows, &zero, prev, inner));
-        size_t n = (size_t)inner * cols;
-        relu_back_kernel<<<grid_for(n), 256, 0, stream>>>(prev, in, n);
-        CUDA_CHECK(cudaGetLastError());
-    }
+}
+
+void mlp_backward_error(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols,
+                        cudaStream_t stream)
+{
+    const mlp_shape *s = &m->shape;
+    cublasHandle_t h = handle_on(m, 1, stream);
+    const float one = 1.0f, zero = 0.0f;
+    int rows = s->dims[l], inner = s->dims[l - 1];
+    // error of the layer below = W_l^T * delta, masked by its ReLU (its output is `in`)
+    CUBLAS_CHECK(cublasSgemm(h, CUBLAS_OP_T, CUBLAS_OP_N, inner, cols, rows, &one, m->d_params + s->w_off[l], rows,
+                             delta, rows, &zero, prev, inner));
+    size_t n = (size_t)inner * cols;
+    relu_back_kernel<<<grid_for(n), 256, 0, stream>>>(prev, in, n);
+    CUDA_CHECK(cudaGetLastError());
+}
+
+void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols, int accumulate,
+                        cudaStream_t stream)
+{
+    mlp_backward_weights(m, l, in, delta, cols, accumulate, stream);
+    if (prev) mlp_backward_error(m, l, in, delta, prev, cols, stream);
 }
 
 void mlp_update(mlp_model *m, size_t first, size_t count, cudaStream_t stream)

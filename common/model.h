@@ -59,6 +59,14 @@ void mlp_loss(mlp_model *m, const float *y, const float *t, float *dy, float *lo
 // NULL, the error of the layer below (its output is `in`), masked by its ReLU;
 void mlp_backward_layer(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols, int accumulate,
                         cudaStream_t stream);
+// the same in its two halves, for lessons that act between them (12 issues a bucket's all-reduce
+// as soon as its layers' weight gradients are written, before the error of the layer below):
+// the gradients of W_l and b_l ...
+void mlp_backward_weights(mlp_model *m, int l, const float *in, const float *delta, int cols, int accumulate,
+                          cudaStream_t stream);
+// ... and the error of the layer below, into prev (not NULL), masked by its ReLU;
+void mlp_backward_error(mlp_model *m, int l, const float *in, const float *delta, float *prev, int cols,
+                        cudaStream_t stream);
 // the SGD update of params [first, first + count).
 void mlp_update(mlp_model *m, size_t first, size_t count, cudaStream_t stream);
 

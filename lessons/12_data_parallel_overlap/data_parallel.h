@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 1901509877)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 3659514164)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). meet.cu: how the ranks meet; buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
@@ -41,6 +41,19 @@
 #define QUEUE_AHEAD_NS 2000000LL    // 2 ms of spinning before timed work: the host queues it all meanwhile
 
 typedef enum { OVERLAP_BUCKETS, OVERLAP_NONE } overlap_mode;
+// When a bucket counts as ready (--ready-after): once the weight gradients of its lowest layer
+// are written, or once that layer's whole backward (its error for the layer below too) is done.
+typedef enum { READY_WEIGHTS, READY_LAYER } ready_point;
+
+// What the communicator is told about the GPU it shares with the matrix products (--comm-ctas,
+// --comm-policy): at most this many CTAs (thread blocks, each holding an SM) per NCCL kernel
+// (0: NCCL chooses), and NCCL's CTA policy; and how many SMs cuBLAS sizes its products for
+// (--gemm-sms; 0: every SM). meet.cu and setup apply them; notes/12 measures them.
+typedef struct {
+    int comm_ctas;
+    int efficiency;  // NCCL_CTA_POLICY_EFFICIENCY: "minimal number of CTAs", NCCL's words
+    int gemm_sms;
+} sm_sharing;
 
 // Bucket b holds layers first_layer[b] to last_layer[b]; its gradients are floats
 // [first[b], first[b] + floats[b]) of d_grads. Bucket 0 is the last layer's.
@@ -53,6 +66,7 @@ typedef struct {
 typedef struct {
     dist_env *dist;
     overlap_mode overlap;
+    ready_point ready_after;  // --ready-after
     bucket_plan plan;
     cudaStream_t comm_stream;              // the all-reduces (high priority: they start as soon as they may)
     float *d_sum;                          // the gradients summed over the ranks: what the all-reduce writes
@@ -73,10 +87,11 @@ typedef struct {
     double forward_ms, backward_ms, update_ms;  // the compute stream alone, one step
     double comm_ms;                             // every bucket's all-reduce, back to back, nothing else running
     double comm_one_ms;                         // the whole gradient in one all-reduce
+    double backward_beside_ms;                  // the backward pass with every bucket's all-reduce beside it
 } part_times;
 
 // meet.cu
-void meet_ranks(dist_env *d);
+void meet_ranks(dist_env *d, const sm_sharing *sharing);
 
 // buckets.cu
 void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p);
@@ -94,7 +109,7 @@ int reference_loop(trainer *t, void *ctx);
 void profile_parts(trainer *t, data_parallel *dp, part_times *p);
 int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out);
 void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x, overlap_mode first,
-            int global_batch, double bucket_mib, FILE *out);
+            int global_batch, double bucket_mib, const sm_sharing *sharing, FILE *out);
 int cpu_check_whole_batch(trainer *t, const train_options *o, FILE *out);
 
 #endif

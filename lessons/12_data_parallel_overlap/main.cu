@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 4137828769)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 27066808)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
 // gradients averaged with NCCL while the backward pass is still running.
@@ -38,7 +38,7 @@
 
 static const char *PROG = "12_data_parallel_overlap";
 
-static void setup(trainer *t, data_parallel *dp, double bucket_mib)
+static void setup(trainer *t, data_parallel *dp, double bucket_mib, const sm_sharing *sharing)
 {
     char why[256];
     plan_buckets(&t->model.shape, (size_t)(bucket_mib * 1048576.0), &dp->plan);
@@ -48,6 +48,9 @@ static void setup(trainer *t, data_parallel *dp, double bucket_mib)
     }
     CUDA_CHECK(cudaStreamCreateWithPriority(&dp->comm_stream, cudaStreamNonBlocking, t->dev.priority_greatest));
     trace_name_stream(dp->comm_stream, "comm");
+    // cuBLAS sizes each product's grid for the SMs it is told it has: told fewer, a product
+    // beside NCCL's kernels is not cut into a second, almost empty wave (notes/12)
+    for (int k = 0; k < 2; k++) CUBLAS_CHECK(cublasSetSmCountTarget(t->model.handle[k], sharing->gemm_sms));
     dp->d_sum = (float *)device_alloc(sizeof(float) * t->model.shape.nparams);
     CUDA_CHECK(cudaMemset(dp->d_sum, 0, sizeof(float) * t->model.shape.nparams));
     // The update applies the mean gradient: lr x (sum / ranks) = (lr / ranks) x sum, the
@@ -99,9 +102,11 @@ static void teardown(data_parallel *dp)
 // What the command line says: the training options (of the whole batch), the lesson's own.
 typedef struct {
     train_options train;
-    int first;          // --overlap: the lesson's own variant, run first
-    double bucket_mib;  // --bucket-mib
-    dist_options dist;  // --rendezvous, --timeout-s
+    int first;           // --overlap: the lesson's own variant, run first
+    int ready_after;     // --ready-after
+    double bucket_mib;   // --bucket-mib
+    sm_sharing sharing;  // --comm-ctas, --comm-policy, --gemm-sms
+    dist_options dist;   // --rendezvous, --timeout-s
 } options;
 
 // Options that depend on each other or on the number of ranks.
@@ -119,18 +124,32 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, data_p
     o->train.batch = SHARD * d->world;
     o->first = OVERLAP_BUCKETS;
     o->bucket_mib = 25;
+    o->ready_after = READY_WEIGHTS;
+    memset(&o->sharing, 0, sizeof o->sharing);
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
     specs[n++] = arg_choice("overlap", &o->first, "buckets|none",
                             "the lesson's own variant (both run, round-robin): all-reduce each bucket under the "
                             "backward pass, or every bucket after it");
     specs[n++] = arg_double("bucket-mib", &o->bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
+    specs[n++] = arg_choice("ready-after", &o->ready_after, "weights|layer",
+                            "a bucket's all-reduce starts once its lowest layer's weight gradients are written, "
+                            "or once that layer's whole backward is");
+    specs[n++] = arg_int("comm-ctas", &o->sharing.comm_ctas, 0, 64, "N",
+                         "at most N CTAs (an SM each) per NCCL kernel; 0: NCCL chooses");
+    specs[n++] = arg_choice("comm-policy", &o->sharing.efficiency, "auto|efficiency",
+                            "NCCL's CTA policy: its own choice, or as few CTAs as keep the bandwidth decent");
+    specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
+                         "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
     dist_option_specs(&o->dist, &dp->fault, specs, &n);
     const char *summary =
         "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n" DIST_HOW_TO_RUN("ranks");
     args_parse(argc, argv, d->name, summary, specs, n);
     dist_configure(d, o->dist.rendezvous, o->dist.timeout_s);
     check_options(d, &o->train, dp);
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 27, 0)
+    if (o->sharing.efficiency) usage_error(d->name, "--comm-policy efficiency: this NCCL is older than 2.27");
+#endif
 }
 
 // The parts alone, both variants round-robin against the reference, the checks across ranks,
@@ -150,7 +169,8 @@ static int run_and_report(trainer *t, data_parallel *dp, const options *o, FILE 
     x.reference = &reference;
     int ok = harness_run_with(t, variants, 2, &x);
     ok = ranks_agree(t, dp, ok, out);
-    if (x.step_ms[0] > 0) report(t, dp, &parts, &x, (overlap_mode)o->first, o->train.batch, o->bucket_mib, out);
+    if (x.step_ms[0] > 0)
+        report(t, dp, &parts, &x, (overlap_mode)o->first, o->train.batch, o->bucket_mib, &o->sharing, out);
     return ok;
 }
 
@@ -161,6 +181,7 @@ int main(int argc, char **argv)
     data_parallel dp = {.dist = &d, .overlap = OVERLAP_BUCKETS};
     options o;
     parse_options(&d, argc, argv, &o, &dp);
+    dp.ready_after = (ready_point)o.ready_after;
     train_options shard = o.train;  // what this rank's trainer is built for: one shard of every batch
     shard.batch = o.train.batch / d.world;
     shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
@@ -169,8 +190,10 @@ int main(int argc, char **argv)
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
-    meet_ranks(&d);  // meet.cu
-    setup(&t, &dp, o.bucket_mib);
+    if (o.sharing.gemm_sms > t.dev.sms)
+        usage_error(d.name, "--gemm-sms %d: this GPU has %d SMs", o.sharing.gemm_sms, t.dev.sms);
+    meet_ranks(&d, &o.sharing);  // meet.cu
+    setup(&t, &dp, o.bucket_mib, &o.sharing);
     int ok = run_and_report(&t, &dp, &o, out);
     teardown(&dp);
     dist_finish(&d);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 3576675603)
+// STUDENT VERSION of solutions/13_pipeline_parallel/links.cu, made by `make lessons` (checksum 1693556735)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // links.cu (lesson 13): a communicator and a stream per direction between neighbouring
 // stages, opened, connected and closed.
@@ -17,7 +17,7 @@
 // communicator the rank holds is in dist's watch (dist_split_ready adds it), so a connect or
 // a finalize that waits for a rank that has failed ends with the others' note or --timeout-s,
 // and an abort aborts the links with the parent.
-link_pair *links_open(dist_env *d, const device_info *dev)
+link_pair *links_open(dist_env *d, const device_info *dev, int link_ctas)
 {
     static const char *const names[2] = {"the forward link", "the backward link"};
     link_pair *ln = (link_pair *)host_calloc(1, sizeof(link_pair), "the links");
@@ -26,6 +26,12 @@ link_pair *links_open(dist_env *d, const device_info *dev)
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
         config.blocking = 1;
         config.splitShare = 0;  // resources of its own: shared ones would order its calls after the other's
+        // a send or receive holds an SM per CTA from its launch to its end, waiting for the peer
+        // included; the products beside it run on what is left (notes/13, measured)
+        if (link_ctas > 0) {
+            config.minCTAs = 1;
+            config.maxCTAs = link_ctas;
+        }
         // the split is a call on the non-blocking parent: it may answer before the new one exists
         NCCL_CHECK(d, ncclCommSplit(d->comm, 0, d->rank, &both[k]->comm, &config));
         dist_split_ready(d, &both[k]->comm, names[k]);

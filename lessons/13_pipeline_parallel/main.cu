@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 4114348878)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 2544093137)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -49,8 +49,9 @@ static void setup(trainer *t, pipeline *pp, int stages, int micro_batches)
     for (int k = 0; k < 2; k++) {
         pp->d_error_in[k] = (float *)device_alloc(sizeof(float) * aligned(output_floats(s, st)));
         pp->d_error_out[k] = (float *)device_alloc(sizeof(float) * aligned(input_floats(s, st)));
-        cudaEvent_t *ev[4] = {&pp->error_received[k], &pp->error_read[k], &pp->error_ready[k], &pp->error_sent[k]};
-        for (int e = 0; e < 4; e++) CUDA_CHECK(cudaEventCreateWithFlags(ev[e], cudaEventDisableTiming));
+        cudaEvent_t *ev[5] = {&pp->error_received[k], &pp->error_read[k], &pp->error_ready[k], &pp->error_sent[k],
+                              &pp->error_wanted[k]};
+        for (int e = 0; e < 5; e++) CUDA_CHECK(cudaEventCreateWithFlags(ev[e], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&pp->links_idle[k], cudaEventDisableTiming));
     }
     pp->host_copied = (cudaEvent_t *)host_calloc((size_t)HOST_SLOTS * M, sizeof(cudaEvent_t),
@@ -65,8 +66,11 @@ static void setup(trainer *t, pipeline *pp, int stages, int micro_batches)
     CUDA_CHECK(cudaEventCreateWithFlags(&pp->losses_landed, cudaEventDisableTiming));
     pp->d_ref = (float *)device_alloc(sizeof(float) * pp->whole.slot_floats);
     CUDA_CHECK(cudaDeviceSynchronize());
+    // cuBLAS sizes each product's grid for the SMs it is told it has: told fewer, a product
+    // beside NCCL's kernels is not cut into a second, almost empty wave (notes/13)
+    for (int k = 0; k < 2; k++) CUBLAS_CHECK(cublasSetSmCountTarget(t->model.handle[k], pp->sharing.gemm_sms));
     if (stages > 1) {
-        pp->ln = links_open(pp->dist, &t->dev);
+        pp->ln = links_open(pp->dist, &t->dev, pp->sharing.link_ctas);
         links_connect(pp, s);
     }
 }
@@ -76,9 +80,9 @@ static void teardown(pipeline *pp)
     for (int k = 0; k < 2; k++) {
         device_free(pp->d_error_in[k]);
         device_free(pp->d_error_out[k]);
-        cudaEvent_t ev[5] = {pp->error_received[k], pp->error_read[k], pp->error_ready[k], pp->error_sent[k],
-                             pp->links_idle[k]};
-        for (int e = 0; e < 5; e++) CUDA_CHECK(cudaEventDestroy(ev[e]));
+        cudaEvent_t ev[6] = {pp->error_received[k], pp->error_read[k],   pp->error_ready[k],
+                             pp->error_sent[k],     pp->error_wanted[k], pp->links_idle[k]};
+        for (int e = 0; e < 6; e++) CUDA_CHECK(cudaEventDestroy(ev[e]));
     }
     for (int r = 0; r < HOST_SLOTS * pp->st.micro_batches; r++) CUDA_CHECK(cudaEventDestroy(pp->host_copied[r]));
     free(pp->host_copied);
@@ -152,11 +156,13 @@ static int show_schedule(const train_options *o, schedule_kind kind, int stages,
 // What the command line says: the training options, the lesson's own.
 typedef struct {
     train_options train;
-    int first;          // --schedule: the lesson's own schedule, run first
-    int stages;         // --stages (0 on the command line: as many as ranks)
-    int micro_batches;  // --micro-batches
-    int showing;        // --show-schedule
-    dist_options dist;  // --rendezvous, --timeout-s
+    int first;           // --schedule: the lesson's own schedule, run first
+    int stages;          // --stages (0 on the command line: as many as ranks)
+    int micro_batches;   // --micro-batches
+    int showing;         // --show-schedule
+    int post_recv;       // --post-recv
+    sm_sharing sharing;  // --link-ctas, --gemm-sms
+    dist_options dist;   // --rendezvous, --timeout-s
 } options;
 
 // Options that depend on each other, on the model or on the number of ranks.
@@ -189,6 +195,8 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
     o->stages = 0;
     o->micro_batches = 8;
     o->showing = 0;
+    o->post_recv = POST_RECV_LATE;
+    memset(&o->sharing, 0, sizeof o->sharing);
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
     specs[n++] = arg_int("stages", &o->stages, 0, MLP_MAX_LAYERS, "P",
@@ -200,6 +208,13 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
                             "forwards then all backwards");
     specs[n++] = arg_flag("show-schedule", &o->showing,
                           "print every stage's order of forwards and backwards and stop (no GPU; with --stages)");
+    specs[n++] = arg_choice("post-recv", &o->post_recv, "early|late",
+                            "a receive starts on the GPU as soon as its buffer is free, or once the compute stream "
+                            "has done what comes before the work that reads it");
+    specs[n++] = arg_int("link-ctas", &o->sharing.link_ctas, 0, 64, "N",
+                         "at most N CTAs (an SM each) per send or receive; 0: NCCL chooses");
+    specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
+                         "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
     dist_option_specs(&o->dist, &pp->fault, specs, &n);
     const char *summary =
         "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n" DIST_HOW_TO_RUN(
@@ -246,6 +261,8 @@ int main(int argc, char **argv)
     options o;
     parse_options(&d, argc, argv, &o, &pp);
     if (o.showing) return show_schedule(&o.train, (schedule_kind)o.first, o.stages, o.micro_batches);
+    pp.post_recv = (recv_posting)o.post_recv;
+    pp.sharing = o.sharing;
     dist_configure(&d, o.dist.rendezvous, o.dist.timeout_s);
     train_options mine = o.train;
     char trace_path[1100];
@@ -253,6 +270,8 @@ int main(int argc, char **argv)
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &mine, HOST_SLOTS, 1, STEP_RING);
+    if (o.sharing.gemm_sms > t.dev.sms)
+        usage_error(d.name, "--gemm-sms %d: this GPU has %d SMs", o.sharing.gemm_sms, t.dev.sms);
     dist_connect(&d);  // lesson 12's meet_ranks
     setup(&t, &pp, o.stages, o.micro_batches);
     int ok = run_and_report(&t, &pp, &o, out);

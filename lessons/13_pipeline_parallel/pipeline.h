@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 2006745720)
+// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 1616456157)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // pipeline.h: lesson 13's types, and what its files call in one another (the overview is
 // in main.cu). stages.cu: the stages, the schedules, the activation slots; links.cu: the
@@ -67,6 +67,7 @@ typedef struct {
     cudaEvent_t forwarded;  // compute: the forward pass has written the stage's output
     cudaEvent_t sent;       // forward link: the send has read the output
     cudaEvent_t freed;      // compute: the backward pass that read the slot has finished
+    cudaEvent_t wanted;     // compute: everything before this micro-batch's forward is done (--post-recv late)
     int micro_batch;        // the micro-batch it holds, -1 when free
 } act_slot;
 
@@ -92,13 +93,27 @@ typedef struct {
     p2p_link fwd, bwd;  // activations to the next stage, errors to the previous one
 } link_pair;
 
+// When a stage's receives start on the GPU (--post-recv): as soon as their buffer is free, or
+// only once the compute stream has finished what comes before the work that reads them.
+typedef enum { POST_RECV_EARLY, POST_RECV_LATE } recv_posting;
+
+// How the stage shares its SMs between NCCL's kernels and the products (--link-ctas,
+// --gemm-sms; 0: NCCL's choice, every SM). links.cu and setup apply them; notes/13 measures them.
+typedef struct {
+    int link_ctas;
+    int gemm_sms;
+} sm_sharing;
+
 typedef struct {
     dist_env *dist;
-    stage_shape st, whole;  // this rank's stage; one stage of every layer (the reference)
-    link_pair *ln;          // NULL with one stage
-    float *d_error_in[2];   // the error of the stage's output, from the next stage (ping-pong)
-    float *d_error_out[2];  // the error of the stage's input, for the previous stage
+    recv_posting post_recv;  // --post-recv
+    sm_sharing sharing;      // --link-ctas, --gemm-sms
+    stage_shape st, whole;   // this rank's stage; one stage of every layer (the reference)
+    link_pair *ln;           // NULL with one stage
+    float *d_error_in[2];    // the error of the stage's output, from the next stage (ping-pong)
+    float *d_error_out[2];   // the error of the stage's input, for the previous stage
     cudaEvent_t error_received[2], error_read[2], error_ready[2], error_sent[2];
+    cudaEvent_t error_wanted[2];       // compute: everything before the backward that reads buffer k is done
     cudaEvent_t *host_copied;          // [HOST_SLOTS * M]: that pinned micro-batch region has been copied
     float *d_parts, *h_parts;          // [STEP_RING * M]: each micro-batch's share of the batch's loss
     cudaEvent_t step_done[STEP_RING];  // batch i's update (and its losses' copy) has finished
@@ -192,7 +207,7 @@ act_slot *pool_take(schedule_run *v, int m);
 void pool_return(schedule_run *v, int m);
 
 // links.cu
-link_pair *links_open(dist_env *d, const device_info *dev);
+link_pair *links_open(dist_env *d, const device_info *dev, int link_ctas);
 void links_connect(pipeline *pp, const mlp_shape *s);
 void links_close(pipeline *pp);
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 4218086163)
+// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 4247392109)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // report.cu (lesson 13): each part alone (what the prediction is made of), the checks
 // across stages, and the report.
@@ -174,6 +174,7 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
                          schedule_run *runs[2], const harness_extras *x, schedule_kind first, const pipeline_figures *g)
 {
     int p = st->stages;
+    const pipeline *pp = runs[0]->pp;
     char list[512], key[64];
     dist_describe_json(d, js);
     json_int(js, "stages", p);
@@ -181,6 +182,9 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
     json_int(js, "micro_batches", st->micro_batches);
     json_int(js, "micro_batch", st->cols);
     json_str(js, "schedule", SCHEDULE_NAMES[first]);
+    json_str(js, "post_recv", pp->post_recv == POST_RECV_LATE ? "late" : "early");
+    json_int(js, "link_ctas", pp->sharing.link_ctas);
+    json_int(js, "gemm_sms", pp->sharing.gemm_sms);
     per_stage(all, p, first, FORWARD_MS, list, sizeof list);
     json_str(js, "stage_forward_ms", list);
     per_stage(all, p, first, BACKWARD_MS, list, sizeof list);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 2096319323)
+// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 821538151)
 // Fill in its 1 TODO.
 // stages.cu (lesson 13): where a stage stands in the model, its forward and backward over
 // a micro-batch, the schedules (exercise 13-one-f-one-b), and the activation slots.
@@ -162,15 +162,16 @@ void schedule_text(const step_op *ops, int n, char *out, size_t size)
 static void slot_create(act_slot *slot, size_t floats)
 {
     slot->d_act = (float *)device_alloc(sizeof(float) * floats);
-    cudaEvent_t *events[5] = {&slot->copied, &slot->received, &slot->forwarded, &slot->sent, &slot->freed};
-    for (int k = 0; k < 5; k++) CUDA_CHECK(cudaEventCreateWithFlags(events[k], cudaEventDisableTiming));
+    cudaEvent_t *events[6] = {&slot->copied, &slot->received, &slot->forwarded,
+                              &slot->sent,   &slot->freed,    &slot->wanted};
+    for (int k = 0; k < 6; k++) CUDA_CHECK(cudaEventCreateWithFlags(events[k], cudaEventDisableTiming));
     slot->micro_batch = -1;
 }
 
 void slot_destroy(act_slot *slot)
 {
-    cudaEvent_t events[5] = {slot->copied, slot->received, slot->forwarded, slot->sent, slot->freed};
-    for (int k = 0; k < 5; k++) CUDA_CHECK(cudaEventDestroy(events[k]));
+    cudaEvent_t events[6] = {slot->copied, slot->received, slot->forwarded, slot->sent, slot->freed, slot->wanted};
+    for (int k = 0; k < 6; k++) CUDA_CHECK(cudaEventDestroy(events[k]));
     device_free(slot->d_act);
 }
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/train.cu, made by `make lessons` (checksum 2125693719)
+// STUDENT VERSION of solutions/13_pipeline_parallel/train.cu, made by `make lessons` (checksum 1178030645)
 // Fill in its 4 TODOs.
 // train.cu (lesson 13): one micro-batch through this stage, forward and backward, with its
 // hand-overs (exercises 13-send-after-forward, 13-recv-wait, 13-accumulate, 13-slot-return);
@@ -51,6 +51,17 @@ static void copy_in(trainer *t, pipeline *pp, act_slot *slot, long i, int m)
 // ----------------------------------------------------------------------------
 // one micro-batch: its forward (F) and its backward (B) on this stage
 
+// A receive's kernel holds its SMs from the moment it starts until its data has come, and the
+// host issues the schedule well ahead of the GPU: posted as soon as its buffer is free, a
+// receive would spin beside the stage's products for most of the step (notes/13, measured).
+// Posted late, the link's stream first waits until the compute stream has finished everything
+// before the work that reads the receive: it then runs while the compute stream waits for it.
+static void post_when_wanted(trainer *t, cudaEvent_t wanted, cudaStream_t link)
+{
+    CUDA_CHECK(cudaEventRecord(wanted, t->compute_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(link, wanted, 0));
+}
+
 // The activation of micro-batch m from the previous stage, into the slot's input.
 static void receive_activation(trainer *t, schedule_run *v, act_slot *slot, int m)
 {
@@ -58,6 +69,7 @@ static void receive_activation(trainer *t, schedule_run *v, act_slot *slot, int 
     p2p_link *up = &v->pp->ln->fwd;
     // the slot is refilled: the backward pass that read it last must have finished
     CUDA_CHECK(cudaStreamWaitEvent(up->stream, slot->freed, 0));
+    if (v->pp->post_recv == POST_RECV_LATE) post_when_wanted(t, slot->wanted, up->stream);
     test_delay(t, DELAY_COPY, up->stream);  // the test hook holds the hand-overs back with the copies
     HAND_OVER(v, ACT_RECEIVED, m,
               ncclRecv(layer_input(st, slot->d_act, st->first_layer), input_floats(&t->model.shape, st), ncclFloat,
@@ -106,6 +118,7 @@ static void receive_error(trainer *t, schedule_run *v, int k, int m)
     p2p_link *down = &pp->ln->bwd;
     // the buffer is refilled: the backward pass that read it last must have finished
     CUDA_CHECK(cudaStreamWaitEvent(down->stream, pp->error_read[k], 0));
+    if (pp->post_recv == POST_RECV_LATE) post_when_wanted(t, pp->error_wanted[k], down->stream);
     test_delay(t, DELAY_COPY, down->stream);
     HAND_OVER(v, ERROR_RECEIVED, m,
               ncclRecv(pp->d_error_in[k], output_floats(&t->model.shape, &pp->st), ncclFloat, pp->st.rank + 1,

@@ -11,7 +11,7 @@
 
 #include "data_parallel.h"  // the lesson's types, and through it the course's headers
 
-void meet_ranks(dist_env *d)
+void meet_ranks(dist_env *d, const sm_sharing *sharing)
 {
     ncclUniqueId id;
     memset(&id, 0, sizeof id);
@@ -24,6 +24,15 @@ void meet_ranks(dist_env *d)
     }
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // every call returns at once: this rank polls, and can give up
+    // An NCCL kernel holds an SM per CTA for as long as it runs, waiting for a peer included, and
+    // the backward pass's products run beside it on what is left (notes/12, measured)
+    if (sharing->comm_ctas > 0) {
+        config.minCTAs = 1;
+        config.maxCTAs = sharing->comm_ctas;
+    }
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
+    if (sharing->efficiency) config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
+#endif
     ncclComm_t comm = NULL;
     ncclResult_t state = ncclCommInitRankConfig(&comm, d->world, id, d->rank, &config);
     dist_watch(d, comm, "the parent communicator");  // polled, and aborted on a failure, from now on

@@ -20,12 +20,28 @@ static void line_up(data_parallel *dp, cudaStream_t stream)
     launch_spin(1, 32, QUEUE_AHEAD_NS, stream);
 }
 
+// The backward pass with every bucket's all-reduce issued as the step issues them: the time of
+// the compute stream alone, against the backward pass with nothing beside it. NCCL's kernels
+// hold SMs while they run (waiting for the other ranks included); the products get the rest.
+static double backward_beside_ms(trainer *t, data_parallel *dp, float *d_batch, cudaEvent_t *ev)
+{
+    cudaStream_t s = t->compute_stream, c = dp->comm_stream;
+    line_up(dp, s);
+    CUDA_CHECK(cudaEventRecord(ev[0], s));
+    backward_pass(t, dp, 0, d_batch, s, 1);
+    CUDA_CHECK(cudaEventRecord(ev[1], s));
+    CUDA_CHECK(cudaEventRecord(ev[2], c));
+    CUDA_CHECK(dist_event_wait(dp->dist, ev[1]));
+    CUDA_CHECK(dist_event_wait(dp->dist, ev[2]));
+    return event_ms(ev[0], ev[1]);
+}
+
 void profile_parts(trainer *t, data_parallel *dp, part_times *p)
 {
     cudaStream_t s = t->compute_stream, c = dp->comm_stream;
     const bucket_plan *plan = &dp->plan;
     float *d_batch = t->d_batch[0];
-    double fwd[PART_REPS], bwd[PART_REPS], upd[PART_REPS], comm[PART_REPS], one[PART_REPS];
+    double fwd[PART_REPS], bwd[PART_REPS], upd[PART_REPS], comm[PART_REPS], one[PART_REPS], beside[PART_REPS];
     double *compute_parts[3] = {fwd, bwd, upd};
     cudaEvent_t ev[4];
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventCreate(&ev[k]));
@@ -42,6 +58,8 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
         CUDA_CHECK(cudaEventRecord(ev[3], s));
         CUDA_CHECK(dist_event_wait(dp->dist, ev[3]));
         if (k >= 0) parts_ms(ev, 4, compute_parts, k);  // forward, backward, update
+        double b = backward_beside_ms(t, dp, d_batch, ev);
+        if (k >= 0) beside[k] = b;
         line_up(dp, c);
         CUDA_CHECK(cudaEventRecord(ev[0], c));
         for (int b = 0; b < plan->count; b++) allreduce_gradients(t, dp, plan->first[b], plan->floats[b], c);
@@ -62,6 +80,7 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
     p->update_ms = stats_of(upd, PART_REPS).median;
     p->comm_ms = stats_of(comm, PART_REPS).median;
     p->comm_one_ms = stats_of(one, PART_REPS).median;
+    p->backward_beside_ms = stats_of(beside, PART_REPS).median;
 }
 
 // ----------------------------------------------------------------------------
@@ -105,7 +124,7 @@ int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out)
 // of the all-reduce hidden needs something to hide: not with one rank (NCCL copies, nothing
 // crosses). Under simulated nodes every figure is printed, said to be no performance figure.
 void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x, overlap_mode first,
-            int global_batch, double bucket_mib, FILE *out)
+            int global_batch, double bucket_mib, const sm_sharing *sharing, FILE *out)
 {
     const dist_env *d = dp->dist;
     int n = d->world;
@@ -116,8 +135,10 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
     double hideable = p->comm_ms < p->backward_ms ? p->comm_ms : p->backward_ms;
     double saved_share = (t_none - t_buckets) / hideable;
     const char *not_perf = d->simulated ? " [simulated nodes: not performance]" : "";
-    char plan[128];
+    char plan[128], ctas[24] = "as many as NCCL chooses", gemm[16] = "all";
     plan_text(&dp->plan, plan, sizeof plan);
+    if (sharing->comm_ctas > 0) snprintf(ctas, sizeof ctas, "%d", sharing->comm_ctas);
+    if (sharing->gemm_sms > 0) snprintf(gemm, sizeof gemm, "%d", sharing->gemm_sms);
     if (out) {
         dist_describe(d, out);
         fprintf(out, "data parallel: %d samples per batch, %d per rank\n", global_batch, t->opt.batch);
@@ -130,6 +151,12 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
                     "  all-reduce alone: the buckets back to back %.3f ms (bus bandwidth %.0f GB/s), "
                     "the whole gradient at once %.3f ms (%.0f GB/s)%s\n",
                     p->comm_ms, algbw * factor, p->comm_one_ms, one_algbw * factor, not_perf);
+        if (n > 1)
+            fprintf(out,
+                    "  backward beside the buckets' all-reduces %.3f ms, %.2fx alone (NCCL's CTAs: %s%s; "
+                    "products sized for %s SMs)%s\n",
+                    p->backward_beside_ms, p->backward_beside_ms / p->backward_ms, ctas,
+                    sharing->efficiency ? ", efficiency policy" : "", gemm, not_perf);
         fprintf(out, "  step: buckets %.3f ms, none %.3f ms: %.3f ms saved%s\n", t_buckets, t_none, t_none - t_buckets,
                 not_perf);
         if (n > 1)
@@ -149,6 +176,10 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
     json_num(js, "bucket_mib", bucket_mib);
     json_int(js, "buckets", dp->plan.count);
     json_str(js, "bucket_plan", plan);
+    json_str(js, "ready_after", dp->ready_after == READY_WEIGHTS ? "weights" : "layer");
+    json_int(js, "comm_ctas", sharing->comm_ctas);
+    json_str(js, "comm_policy", sharing->efficiency ? "efficiency" : "auto");
+    json_int(js, "gemm_sms", sharing->gemm_sms);
     json_int(js, "grad_bytes", (long long)bytes);
     json_num(js, "forward_ms", p->forward_ms);
     json_num(js, "backward_ms", p->backward_ms);
@@ -160,6 +191,8 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
         json_num(js, "comm_busbw_gbs", algbw * factor);
         json_num(js, "comm_one_busbw_gbs", one_algbw * factor);
         json_num(js, "saved_share", saved_share);
+        json_num(js, "backward_beside_ms", p->backward_beside_ms);
+        json_num(js, "backward_stretch", p->backward_beside_ms / p->backward_ms);
     }
     json_num(js, "saved_ms", t_none - t_buckets);
     json_num(js, "buckets_samples_per_s", global_batch / t_buckets * 1e3);

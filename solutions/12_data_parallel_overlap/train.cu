@@ -56,7 +56,9 @@ static void issue_bucket(trainer *t, data_parallel *dp, int b)
 
 // The loss of batch i into its ring slot, then every layer's gradients, last layer
 // first, on `stream` (mlp_backward without its update). With issue_buckets, each
-// bucket's all-reduce is issued as soon as the layer that completes it is queued.
+// bucket's all-reduce is issued as soon as its gradients are queued: right after the
+// weight gradients of its lowest layer (--ready-after weights), so that it runs beside that
+// layer's error product and everything below; or after the whole layer (--ready-after layer).
 void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream, int issue_buckets)
 {
     mlp_model *m = &t->model;
@@ -66,12 +68,15 @@ void backward_pass(trainer *t, data_parallel *dp, long i, float *d_batch, cudaSt
     // the mean is over this rank's shard; the update then takes the mean of the ranks' means
     mlp_loss(m, m->d_act[L], batch_targets(t, d_batch), delta, trainer_loss_slot(t, i), cols, cols, stream);
     for (int l = L; l >= 1; l--) {
-        mlp_backward_layer(m, l, l == 1 ? batch_features(d_batch) : m->d_act[l - 1], delta, l > 1 ? prev : NULL, cols,
-                           0, stream);
+        const float *in = l == 1 ? batch_features(d_batch) : m->d_act[l - 1];
+        int completes = issue_buckets && l == dp->plan.first_layer[b];  // layer l completes bucket b
+        mlp_backward_weights(m, l, in, delta, cols, 0, stream);
+        if (completes && dp->ready_after == READY_WEIGHTS) issue_bucket(t, dp, b++);
+        if (l > 1) mlp_backward_error(m, l, in, delta, prev, cols, stream);
+        if (completes && dp->ready_after == READY_LAYER) issue_bucket(t, dp, b++);
         float *swap = delta;
         delta = prev;
         prev = swap;
-        if (issue_buckets && l == dp->plan.first_layer[b]) issue_bucket(t, dp, b++);  // layer l completes bucket b
     }
 }
 

@@ -172,6 +172,7 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
                          schedule_run *runs[2], const harness_extras *x, schedule_kind first, const pipeline_figures *g)
 {
     int p = st->stages;
+    const pipeline *pp = runs[0]->pp;
     char list[512], key[64];
     dist_describe_json(d, js);
     json_int(js, "stages", p);
@@ -179,6 +180,9 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
     json_int(js, "micro_batches", st->micro_batches);
     json_int(js, "micro_batch", st->cols);
     json_str(js, "schedule", SCHEDULE_NAMES[first]);
+    json_str(js, "post_recv", pp->post_recv == POST_RECV_LATE ? "late" : "early");
+    json_int(js, "link_ctas", pp->sharing.link_ctas);
+    json_int(js, "gemm_sms", pp->sharing.gemm_sms);
     per_stage(all, p, first, FORWARD_MS, list, sizeof list);
     json_str(js, "stage_forward_ms", list);
     per_stage(all, p, first, BACKWARD_MS, list, sizeof list);
