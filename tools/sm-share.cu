@@ -26,7 +26,7 @@
                              //          NCCL_CHECK, dist_event_wait, dist_split_ready, dist_finish
 #include "common/json.h"     // defines: json_writer, json_begin, json_num, json_int, json_str, json_end
 #include "common/kernels.h"  // defines: launch_spin
-#include "common/memory.h"   // defines: device_alloc, host_calloc
+#include "common/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc
 #include "common/timing.h"   // defines: stats_of, event_ms
 
 #define MAX_CTAS 8     // cap values tried at most
@@ -47,10 +47,11 @@ typedef struct {
     cublasHandle_t blas;
     cudaStream_t compute, link;
     float *a, *b, *c, *send, *recv;
-    size_t floats;      // of each message
-    int reps;           // products per timing
-    cudaEvent_t ev[3];  // around the products; the link stream's end
-    ncclComm_t comm;    // the communicator of the cap being measured
+    double *d_agreed, *h_agreed;  // what every rank must agree on, through an all-reduce (max)
+    size_t floats;                // of each message
+    int reps;                     // products per timing
+    cudaEvent_t ev[3];            // around the products; the link stream's end
+    ncclComm_t comm;              // the communicator of the cap being measured
 } probe;
 
 __global__ void fill_kernel(float *x, size_t n, unsigned seed)
@@ -213,15 +214,31 @@ typedef struct {
     double ms[MAX_SHAPES][MAX_CTAS][2][CONDITIONS];
 } results;
 
+// The largest of every rank's values, on every rank: how many messages a rank issues beside the
+// products must be the same everywhere (NCCL pairs the ranks' calls by their order and size).
+static void agree_max(probe *p, double *values, int n)
+{
+    memcpy(p->h_agreed, values, sizeof(double) * n);
+    CUDA_CHECK(cudaMemcpyAsync(p->d_agreed, p->h_agreed, sizeof(double) * n, cudaMemcpyHostToDevice, p->link));
+    NCCL_CHECK(p->d, ncclAllReduce(p->d_agreed, p->d_agreed, n, ncclDouble, ncclMax, p->comm, p->link));
+    CUDA_CHECK(cudaMemcpyAsync(p->h_agreed, p->d_agreed, sizeof(double) * n, cudaMemcpyDeviceToHost, p->link));
+    CUDA_CHECK(cudaEventRecord(p->ev[2], p->link));
+    CUDA_CHECK(dist_event_wait(p->d, p->ev[2]));
+    memcpy(values, p->h_agreed, sizeof(double) * n);
+}
+
 // One round of every cap: the product alone (which also sets how long the waiting receive's send
 // holds back and how many messages outlast the products), then beside each condition.
 static void measure_cap(probe *p, const options *o, int c, int r, results *res)
 {
-    double reduce_ms = message_ms(p, ALLREDUCE), swap_ms = message_ms(p, SENDRECV);
+    double message[2] = {message_ms(p, ALLREDUCE), message_ms(p, SENDRECV)};
+    agree_max(p, message, 2);
+    double reduce_ms = message[0], swap_ms = message[1];
     for (int s = 0; s < o->nshapes; s++)
         for (int t = 0; t < (o->ctas[c] > 0 ? 2 : 1); t++) {
             CUBLAS_CHECK(cublasSetSmCountTarget(p->blas, t ? p->dev.sms - o->ctas[c] : 0));
             double alone = time_products(p, &o->shapes[s], ALONE, 0, 0) * p->reps;
+            agree_max(p, &alone, 1);
             long long hold_ns = (long long)(3e6 * alone) + 1000000;
             for (int k = 0; k < CONDITIONS; k++) {
                 double m = k == ALLREDUCE ? reduce_ms : swap_ms;
@@ -322,6 +339,8 @@ int main(int argc, char **argv)
     p.floats = (size_t)o.mib << 18;
     p.send = filled(p.floats, 4u);
     p.recv = filled(p.floats, 5u);
+    p.d_agreed = (double *)device_alloc(sizeof(double) * 4);
+    p.h_agreed = (double *)pinned_alloc(sizeof(double) * 4);
     CUDA_CHECK(cudaStreamCreateWithFlags(&p.compute, cudaStreamNonBlocking));
     CUDA_CHECK(cudaStreamCreateWithFlags(&p.link, cudaStreamNonBlocking));
     for (int k = 0; k < 3; k++) CUDA_CHECK(cudaEventCreate(&p.ev[k]));
