@@ -448,7 +448,7 @@ assert_stages_match() {
 # bats test_tags=ranks,gpu,timed,speed
 @test "13 two GPUs, speed: eight micro-batches take at most 0.8 of one's step, both schedules" {
     need_separate_gpus 2
-    local h13="--hidden 8192 --layers 7 --batch 1024 --prep-work 0 --batches 10 --reps 3 --warmup 1"
+    local h13="--hidden 8192 --layers 3 --batch 1024 --prep-work 0 --batches 12 --reps 3 --warmup 1"
     run_ranks 2 m1 "$P" $h13 --micro-batches 1
     assert_success
     run_ranks 2 m8 "$P" $h13 --micro-batches 8

@@ -93,7 +93,7 @@ row() {
     assert_line --index 1 --partial "Simulated nodes: not performance"
     # every row of 12's and 13's tables, but 12's one rank (nothing simulated there), is marked
     rows=$(grep -E '^\| ' <<<"$output" | grep -vE '^\| (ranks|figure|variant|m) \|' | grep -vF '| 1 | 4.000')
-    assert_equal "$(grep -c . <<<"$rows")" 9  # 12: 2 ranks, 3 figures, 2 windows; 13: m = 1, 4, 16
+    assert_equal "$(grep -c . <<<"$rows")" 11  # 12: 2 ranks, 5 figures, 2 windows; 13: m = 1, 4, 16
     unmarked=$(grep -vF "[simulated nodes: not performance]" <<<"$rows" || true)
     [ -z "$unmarked" ] || fail "rows not marked: $unmarked"
     refute_output --regexp '(\| yes \||\| NO \||: yes|: NO)'
@@ -138,11 +138,11 @@ stand_in() {
     unmarked=$(grep -E '^##' "$r" | grep -vF "[simulated nodes: not performance]" || true)
     [ -z "$unmarked" ] || fail "sections not marked: $unmarked"
     rows=$(grep -E '^\| ' "$r" | grep -vE '^\| (ranks|figure|variant|m) \|' | grep -vF '| 1 | 4.000')
-    assert_equal "$(grep -c . <<<"$rows")" 9  # 12: 2 ranks, 3 figures, 2 windows; 13: m = 1, 4, 16
+    assert_equal "$(grep -c . <<<"$rows")" 12  # 12: 2 ranks, 5 figures, 2 windows; 13: m = 1, 4, 8, 16
     unmarked=$(grep -vF "[simulated nodes: not performance]" <<<"$rows" || true)
     [ -z "$unmarked" ] || fail "rows not marked: $unmarked"
     refute_output --regexp '(\| yes \||\| NO \||: yes|: NO)'
-    for f in 12_timeline 13_timeline_1f1b 13_timeline_gpipe; do
+    for f in 12_timeline 12_timeline_before 13_timeline_1f1b 13_timeline_gpipe 13_timeline_1f1b_early; do
         [ -s "$o/img/$f.svg" ] && [ -s "$o/img/$f.txt" ] || fail "no picture $f in $o/img"
         assert_output --partial "[$f](img/$f.svg)"
     done

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 3480536836)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 1596908381)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // report.cu (lesson 12): each part alone (what the figures are made of), the checks across
 // ranks, and the report.
@@ -182,6 +182,7 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
     json_int(js, "comm_ctas", sharing->comm_ctas);
     json_str(js, "comm_policy", sharing->efficiency ? "efficiency" : "auto");
     json_int(js, "gemm_sms", sharing->gemm_sms);
+    json_str(js, "grad_comm", sharing->nonblocking ? "nonblocking" : "blocking");
     json_int(js, "grad_bytes", (long long)bytes);
     json_num(js, "forward_ms", p->forward_ms);
     json_num(js, "backward_ms", p->backward_ms);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 1016656348)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 3542713309)
 // Fill in its 3 TODOs.
 // train.cu (lesson 12): this rank's shard of a batch; the step, each bucket's all-reduce issued
 // as soon as its gradients are ready (exercises 12-ready, 12-allreduce, 12-update-wait); lesson
@@ -34,8 +34,8 @@ void prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch)
 void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream)
 {
     // TODO(12-allreduce): sum that range of t->model.d_grads over the ranks into the same
-    // range of dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, dp->dist->comm) on `stream`, inside
-    // NCCL_CHECK(dp->dist, ...)
+    // range of dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, the gradients' communicator dp->grads)
+    // on `stream`, inside NCCL_CHECK(dp->dist, ...)
     (void)t, (void)dp, (void)first, (void)floats, (void)stream;
 }
 

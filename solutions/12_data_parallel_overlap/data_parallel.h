@@ -43,14 +43,15 @@ typedef enum { OVERLAP_BUCKETS, OVERLAP_NONE } overlap_mode;
 // are written, or once that layer's whole backward (its error for the layer below too) is done.
 typedef enum { READY_WEIGHTS, READY_LAYER } ready_point;
 
-// What the communicator is told about the GPU it shares with the matrix products (--comm-ctas,
-// --comm-policy): at most this many CTAs (thread blocks, each holding an SM) per NCCL kernel
-// (0: NCCL chooses), and NCCL's CTA policy; and how many SMs cuBLAS sizes its products for
-// (--gemm-sms; 0: every SM). meet.cu and setup apply them; notes/12 measures them.
+// What the gradients' communicator is told about the GPU it shares with the matrix products
+// (--comm-ctas, --comm-policy): at most this many CTAs (thread blocks, each holding an SM) per
+// NCCL kernel (0: NCCL chooses), and NCCL's CTA policy; and how many SMs cuBLAS sizes its
+// products for (--gemm-sms; 0: every SM). meet.cu and setup apply them; notes/12 measures them.
 typedef struct {
     int comm_ctas;
     int efficiency;  // NCCL_CTA_POLICY_EFFICIENCY: "minimal number of CTAs", NCCL's words
     int gemm_sms;
+    int nonblocking;  // --grad-comm nonblocking: the gradients' communicator issues from a thread, as the parent
 } sm_sharing;
 
 // Bucket b holds layers first_layer[b] to last_layer[b]; its gradients are floats
@@ -66,6 +67,7 @@ typedef struct {
     overlap_mode overlap;
     ready_point ready_after;  // --ready-after
     bucket_plan plan;
+    ncclComm_t grads;                      // the gradients' all-reduces: blocking, CTAs capped (meet.cu)
     cudaStream_t comm_stream;              // the all-reduces (high priority: they start as soon as they may)
     float *d_sum;                          // the gradients summed over the ranks: what the all-reduce writes
     mlp_model averaged;                    // the model as the update sees it: gradients d_sum, rate lr / ranks
@@ -89,7 +91,8 @@ typedef struct {
 } part_times;
 
 // meet.cu
-void meet_ranks(dist_env *d, const sm_sharing *sharing);
+void meet_ranks(dist_env *d);
+ncclComm_t open_gradient_comm(dist_env *d, const sm_sharing *sharing);
 
 // buckets.cu
 void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p);

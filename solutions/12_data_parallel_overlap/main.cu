@@ -137,6 +137,9 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, data_p
                          "at most N CTAs (an SM each) per NCCL kernel; 0: NCCL chooses");
     specs[n++] = arg_choice("comm-policy", &o->sharing.efficiency, "auto|efficiency",
                             "NCCL's CTA policy: its own choice, or as few CTAs as keep the bandwidth decent");
+    specs[n++] = arg_choice("grad-comm", &o->sharing.nonblocking, "blocking|nonblocking",
+                            "the gradients' communicator: blocking (each call only queues), or non-blocking as the "
+                            "parent (each call issued by a thread of NCCL's)");
     specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
                          "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
     dist_option_specs(&o->dist, &dp->fault, specs, &n);
@@ -190,7 +193,8 @@ int main(int argc, char **argv)
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
     if (o.sharing.gemm_sms > t.dev.sms)
         usage_error(d.name, "--gemm-sms %d: this GPU has %d SMs", o.sharing.gemm_sms, t.dev.sms);
-    meet_ranks(&d, &o.sharing);  // meet.cu
+    meet_ranks(&d);  // meet.cu
+    dp.grads = open_gradient_comm(&d, &o.sharing);
     setup(&t, &dp, o.bucket_mib, &o.sharing);
     int ok = run_and_report(&t, &dp, &o, out);
     teardown(&dp);

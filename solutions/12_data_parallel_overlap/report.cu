@@ -180,6 +180,7 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
     json_int(js, "comm_ctas", sharing->comm_ctas);
     json_str(js, "comm_policy", sharing->efficiency ? "efficiency" : "auto");
     json_int(js, "gemm_sms", sharing->gemm_sms);
+    json_str(js, "grad_comm", sharing->nonblocking ? "nonblocking" : "blocking");
     json_int(js, "grad_bytes", (long long)bytes);
     json_num(js, "forward_ms", p->forward_ms);
     json_num(js, "backward_ms", p->backward_ms);

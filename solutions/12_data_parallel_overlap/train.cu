@@ -32,10 +32,10 @@ void prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch)
 void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream)
 {
     // BEGIN SOLUTION(12-allreduce): sum that range of t->model.d_grads over the ranks into the same
-    // range of dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, dp->dist->comm) on `stream`, inside
-    // NCCL_CHECK(dp->dist, ...)
+    // range of dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, the gradients' communicator dp->grads)
+    // on `stream`, inside NCCL_CHECK(dp->dist, ...)
     NCCL_CHECK(dp->dist, ncclAllReduce(t->model.d_grads + first, dp->d_sum + first, floats, ncclFloat, ncclSum,
-                                       dp->dist->comm, stream));
+                                       dp->grads, stream));
     //| (void)t, (void)dp, (void)first, (void)floats, (void)stream;
     // END SOLUTION
 }
