@@ -1,5 +1,8 @@
 // dist.h: the bootstrap of a program of several ranks, one process per GPU, each a rank of
-// NCCL communicators. Lessons 12 and 13 stand on it; what they teach is what they do with it.
+// NCCL communicators. Lessons 12, 13 and 14 stand on it; what they teach is what they do with it.
+// It stands on common's base alone (args, checks, timing, json, kernels), never on the trainer or
+// the harness: its files, bottom up, are dist_notes.c, dist_stop.c, dist_rendezvous.c,
+// dist_watchdog.c, dist_watch.c, dist_env.c, dist_fault.c and dist_connect.c (dist_parts.h).
 // In the order main calls it:
 //
 //   dist_init           who this process is, from its launcher: RANK, WORLD_SIZE, LOCAL_RANK,
@@ -48,9 +51,8 @@
 #include <cuda_runtime.h>  // cudaEvent_t, cudaStream_t, cudaError_t
 #include <nccl.h>          // ncclComm_t, ncclResult_t, the collectives
 
-#include "args.h"     // arg_spec
-#include "json.h"     // json_writer
-#include "trainer.h"  // train_options
+#include "args.h"  // arg_spec
+#include "json.h"  // json_writer
 
 #ifdef __cplusplus
 extern "C" {
@@ -143,6 +145,18 @@ cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event);
 // The same as a wait of lesson 08's loss ring (loss_ring_wait_with(r, dist_polled_wait, d)).
 cudaError_t dist_polled_wait(void *d, cudaEvent_t event);
 
+// What every polled wait watches besides its own event or call: another rank's failure note
+// (looked for every 50 ms) and --timeout-s. For a wait a lesson writes itself (12's stop.cu).
+typedef struct {
+    double since_ms, next_note_ms;
+    const char *what;  // what this rank is waiting for, for the message ("waiting for the GPU")
+    int timed;         // 0: no time limit (a rank that hangs on purpose waits for the others' word)
+} dist_waiting;
+dist_waiting dist_waiting_start(const char *what);
+// 1 when the wait must stop the rank, `why` saying so in a few words: another rank left a note
+// ("noticed while ..."), or nothing happened for --timeout-s (this rank then leaves a note too).
+int dist_waiting_over(dist_env *d, dist_waiting *w, char *why, size_t size);
+
 // Checks an NCCL call on any of d's communicators, the watchdog watching it while it runs.
 #define NCCL_CHECK(d, expr)                                       \
     do {                                                          \
@@ -160,6 +174,17 @@ void dist_split_ready(dist_env *d, ncclComm_t *child, const char *name);
 // ncclCommFinalize (watched, polled) and ncclCommDestroy of one of d's communicators; *comm
 // becomes NULL. dist_finish does this for every communicator still open, the parent last.
 void dist_close(dist_env *d, ncclComm_t *comm);
+// `comm` is no longer polled or aborted with the others (a lesson that destroys it itself).
+void dist_unwatch(dist_env *d, ncclComm_t comm);
+
+// The first step of every stop (dist_fail, dist_abort, 12's stop.cu): this thread claims the stop
+// and runs the stop hook; from then on the watchdog ends the process if the stop blocks for more
+// than a few seconds. Where the watchdog (or an earlier stop) has claimed it already, the process
+// ends here, its message out.
+void dist_stop_begin(dist_env *d);
+// One line on stderr: "NAME: MESSAGE; aborting", or "NAME: rank R failed (ITS NOTE); MESSAGE;
+// aborting" when another rank of this run left a note (the lowest such rank).
+void dist_say_stop(const dist_env *d, const char *message);
 
 // This rank stops: leaves its note (the message) for the others, prints the message on
 // stderr, aborts its communicators, exits with code 1.
@@ -213,29 +238,19 @@ void dist_allgather_then(dist_env *d, const void *mine, void *all, size_t bytes,
 // Every communicator finalized and destroyed, the watchdog stopped: a normal end.
 void dist_finish(dist_env *d);
 
-// --rendezvous DIR and --timeout-s S, then the fault options (dist_fault_options), appended to
-// specs[*n]; dist_configure takes the first two's values.
+// --rendezvous DIR and --timeout-s S, appended to specs[*n]; dist_configure takes their values.
+// (A lesson that fails on purpose adds dist_fault_options too.)
 typedef struct {
     const char *rendezvous;  // NULL: $RENDEZVOUS_DIR
     double timeout_s;        // DIST_TIMEOUT_S by default
 } dist_options;
-void dist_option_specs(dist_options *o, dist_fault *fault, arg_spec *specs, int *n);
+void dist_option_specs(dist_options *o, arg_spec *specs, int *n);
 
 // The second line of a --help summary: how to run several ranks, on as many GPUs or on one
 // (`ranks`: what a rank is called, "ranks" or "stages").
 #define DIST_HOW_TO_RUN(ranks)                                                                            \
     "Several GPUs: tools/launch -n 2 PROGRAM; " ranks " on one GPU, each a node of its own (every check " \
     "holds, no timing is performance): tools/launch -n 2 --simulate-nodes PROGRAM"
-
-// What this rank's trainer writes, made per rank in `mine` (its options, before trainer_init):
-// its own trace file (dist_rank_path, into trace_path), the JSON on rank 0 alone, and the
-// harness's report silenced above rank 0. Returns where rank 0 reports for every rank (stderr
-// under --json, else stdout), NULL on the others.
-FILE *dist_rank_outputs(const dist_env *d, train_options *mine, char *trace_path, size_t size);
-
-// `path` for this rank: "t.json" becomes "t.rank1.json" (any other name gains ".rank1") when
-// there are several ranks, so that every rank writes its own file.
-void dist_rank_path(const dist_env *d, const char *path, char *out, size_t size);
 
 // "2.28.9": the NCCL library this process runs with.
 void dist_nccl_version(char *out, size_t size);

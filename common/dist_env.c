@@ -1,5 +1,5 @@
-// dist_env.c: who this process is, from its launcher's environment; the rendezvous folder; its
-// GPU; the names the report uses (dist.h).
+// dist_env.c: who this process is, from its launcher's environment; the rendezvous folder and the
+// time limit (options, then dist_configure); its GPU; the names the report uses (dist.h).
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -8,8 +8,9 @@
 #include "args.h"   // parse_int, usage_error
 #include "check.h"  // CUDA_CHECK
 #include "dist.h"
-#include "dist_parts.h"  // dist_wall_s, dist_note_early_exit
+#include "dist_parts.h"  // dist_note_early_exit
 #include "exit_codes.h"  // EXIT_NO_GPU
+#include "timing.h"      // wall_clock_s
 
 // Reads an integer variable; returns 0 when it is not set. A value that is not a whole number
 // in [min, max] is a usage error.
@@ -95,7 +96,7 @@ void dist_init(dist_env *d, const char *prog)
     memset(d, 0, sizeof *d);
     d->prog = prog;
     d->timeout_s = DIST_TIMEOUT_S;
-    d->started_s = dist_wall_s();
+    d->started_s = wall_clock_s();
     placement p;
     d->launcher = read_launcher(prog, &p, d->run, sizeof d->run);
     if (p.rank >= p.world)
@@ -119,6 +120,16 @@ void dist_init(dist_env *d, const char *prog)
     // NVLink multicast (NVLS) stays off on the shared machines, whoever starts us
     setenv("NCCL_NVLS_ENABLE", "0", 1);
     dist_note_early_exit(d);
+}
+
+void dist_option_specs(dist_options *o, arg_spec *specs, int *n)
+{
+    o->rendezvous = NULL;
+    o->timeout_s = DIST_TIMEOUT_S;
+    specs[(*n)++] = arg_string("rendezvous", &o->rendezvous, "DIR",
+                               "the folder every rank sees, where rank 0 leaves NCCL's id (default: $RENDEZVOUS_DIR)");
+    specs[(*n)++] = arg_double("timeout-s", &o->timeout_s, 1, 3600, "S",
+                               "give up waiting for another rank after this long");
 }
 
 void dist_configure(dist_env *d, const char *folder, double timeout_s)
@@ -157,17 +168,6 @@ void dist_select_device(dist_env *d)
         exit(EXIT_NO_GPU);
     }
     CUDA_CHECK(cudaSetDevice(d->local_rank));
-}
-
-void dist_rank_path(const dist_env *d, const char *path, char *out, size_t size)
-{
-    size_t n = strlen(path);
-    if (d->world == 1)
-        snprintf(out, size, "%s", path);
-    else if (n > 5 && strcmp(path + n - 5, ".json") == 0)
-        snprintf(out, size, "%.*s.rank%d.json", (int)(n - 5), path, d->rank);
-    else
-        snprintf(out, size, "%s.rank%d", path, d->rank);
 }
 
 void dist_nccl_version(char *out, size_t size)

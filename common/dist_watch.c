@@ -15,38 +15,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>    // clock_gettime, nanosleep
-#include <unistd.h>  // _exit
 
 #include "check.h"  // CUDA_CHECK
 #include "dist.h"
 #include "dist_parts.h"
 #include "kernels.h"  // launch_spin
+#include "timing.h"   // host_now_ms, host_now_ns, host_sleep_ms
 
-#define NOTE_EVERY_S 0.05        // how often a polled wait looks for the others' failure notes
+#define NOTE_EVERY_MS 50         // how often a polled wait looks for the others' failure notes
 #define HANG_NS 3600000000000LL  // dist_hang's kernel: an hour
-
-double dist_wall_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double dist_mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-void dist_nap_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-long long dist_mono_ns(void) { return (long long)(dist_mono_s() * 1e9); }
 
 // ----------------------------------------------------------------------------
 // the communicators
@@ -59,7 +36,7 @@ void dist_watch(dist_env *d, ncclComm_t comm, const char *name)
     d->comm_names[d->ncomms++] = name;
 }
 
-static void unwatch(dist_env *d, ncclComm_t comm)
+void dist_unwatch(dist_env *d, ncclComm_t comm)
 {
     int k = 0;
     while (k < d->ncomms && d->comms[k] != comm) k++;
@@ -73,117 +50,37 @@ static void unwatch(dist_env *d, ncclComm_t comm)
 }
 
 // ----------------------------------------------------------------------------
-// stopping
-
-// Only one of the main thread and the watchdog says why the rank stops.
-// The one that claims it runs the stop hook (lesson 14: the flight recorder's ring) first.
-int dist_claim_stop(dist_env *d)
-{
-    if (__atomic_exchange_n(&d->stopping, 1, __ATOMIC_SEQ_CST) != 0) return 0;
-    if (d->on_stop) d->on_stop(d->on_stop_ctx);
-    return 1;
-}
-
-void dist_say_stop(const dist_env *d, const char *fmt, va_list ap)
-{
-    char message[512], note[256];
-    vsnprintf(message, sizeof message, fmt, ap);
-    int r = dist_failed_rank(d, note, sizeof note);
-    if (r >= 0)
-        fprintf(stderr, "%s: rank %d failed (%s); %s; aborting\n", d->name, r, note[0] ? note : "no reason given",
-                message);
-    else
-        fprintf(stderr, "%s: %s; aborting\n", d->name, message);
-    fflush(stderr);
-}
-
-// ncclCommAbort of every communicator, the last made first: NCCL's kernels stop waiting for a
-// rank that will never come. The watchdog ends the process if this itself blocks.
-static void abort_all(dist_env *d)
-{
-    __atomic_store_n(&d->inside_since_ns, dist_mono_ns(), __ATOMIC_RELEASE);
-    __atomic_store_n(&d->inside, "ncclCommAbort", __ATOMIC_RELEASE);
-    for (int k = d->ncomms - 1; k >= 0; k--) ncclCommAbort(d->comms[k]);  // the answers do not matter: we exit
-    d->ncomms = 0;
-    d->comm = NULL;
-}
-
-void dist_abort(dist_env *d, const char *fmt, ...)
-{
-    if (!dist_claim_stop(d)) {  // the watchdog, or an error while stopping: the process ends
-        dist_nap_ms(1000);
-        _exit(EXIT_FAILURE);
-    }
-    va_list ap;
-    va_start(ap, fmt);
-    dist_say_stop(d, fmt, ap);
-    va_end(ap);
-    abort_all(d);
-    exit(EXIT_FAILURE);
-}
-
-void dist_fail(dist_env *d, const char *fmt, ...)
-{
-    if (!dist_claim_stop(d)) {
-        dist_nap_ms(1000);
-        _exit(EXIT_FAILURE);
-    }
-    char message[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    dist_write_note(d, message);  // first: the others read it
-    fprintf(stderr, "%s: %s\n", d->name, message);
-    fflush(stderr);
-    abort_all(d);
-    exit(EXIT_FAILURE);
-}
-
-// ----------------------------------------------------------------------------
 // what every polled wait checks
 
-typedef struct {
-    double since, next_note;
-    const char *what;  // what this rank is waiting for, for the message
-    int timed;         // 0: no time limit (a rank that hangs on purpose waits for the others' word)
-} watch;
-
-static watch watch_start(const char *what)
+dist_waiting dist_waiting_start(const char *what)
 {
-    double now = dist_mono_s();
-    watch w = {now, now + NOTE_EVERY_S, what, 1};
+    double now = host_now_ms();
+    dist_waiting w = {now, now + NOTE_EVERY_MS, what, 1};
     return w;
 }
 
-void dist_note_timeout(const dist_env *d, const char *what, char *message, size_t size)
+int dist_waiting_over(dist_env *d, dist_waiting *w, char *why, size_t size)
 {
-    snprintf(message, size,
-             "nothing happened for %.0f s while %s: a rank may have died or hung without a note "
-             "(--timeout-s)",
-             d->timeout_s, what);
-    dist_write_note(d, message);
-}
-
-// Nothing happened for --timeout-s: this rank gives up, and leaves a note that says so, that
-// the others (the one that hangs too) quote when they stop.
-static void give_up(dist_env *d, const char *what)
-{
-    char message[300];
-    dist_note_timeout(d, what, message, sizeof message);
-    dist_abort(d, "%s", message);
-}
-
-// The others' notes (every 50 ms) and the time limit.
-static void watch_notes_and_time(dist_env *d, watch *w)
-{
-    double now = dist_mono_s();
-    if (now >= w->next_note) {
-        char message[256];
-        if (dist_failed_rank(d, message, sizeof message) >= 0) dist_abort(d, "noticed while %s", w->what);
-        w->next_note = now + NOTE_EVERY_S;
+    double now = host_now_ms();
+    if (now >= w->next_note_ms) {
+        char note[256];
+        if (dist_failed_rank(d, note, sizeof note) >= 0) {
+            snprintf(why, size, "noticed while %s", w->what);
+            return 1;
+        }
+        w->next_note_ms = now + NOTE_EVERY_MS;
     }
-    if (w->timed && now - w->since > d->timeout_s) give_up(d, w->what);
+    if (!w->timed || now - w->since_ms <= d->timeout_s * 1e3) return 0;
+    // the note says so, and the others (the one that hangs too) quote it when they stop
+    dist_note_timeout(d, w->what, why, size);
+    return 1;
+}
+
+// The others' notes and the time limit: this rank stops on either.
+static void watch_notes_and_time(dist_env *d, dist_waiting *w)
+{
+    char why[300];
+    if (dist_waiting_over(d, w, why, sizeof why)) dist_abort(d, "%s", why);
 }
 
 // Every communicator's asynchronous state: ncclSuccess, ncclInProgress (one is still issuing a
@@ -205,7 +102,7 @@ static ncclResult_t comms_state(dist_env *d, int *which)
     return worst;
 }
 
-static void watch_others(dist_env *d, watch *w)
+static void watch_others(dist_env *d, dist_waiting *w)
 {
     int k = 0;
     ncclResult_t state = comms_state(d, &k);
@@ -217,7 +114,7 @@ static void watch_others(dist_env *d, watch *w)
 
 ncclResult_t dist_wait_issued(dist_env *d, const char *what)
 {
-    watch w = watch_start(what);
+    dist_waiting w = dist_waiting_start(what);
     for (;;) {
         int k = 0;
         ncclResult_t state = comms_state(d, &k);
@@ -229,7 +126,7 @@ ncclResult_t dist_wait_issued(dist_env *d, const char *what)
 
 cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event)
 {
-    watch w = watch_start("waiting for the GPU");
+    dist_waiting w = dist_waiting_start("waiting for the GPU");
     for (;;) {
         cudaError_t err = cudaEventQuery(event);
         if (err != cudaErrorNotReady) return err;
@@ -255,11 +152,11 @@ void dist_hang(dist_env *d, cudaStream_t stream, const char *fmt, ...)
     CUDA_CHECK(cudaEventRecord(never, stream));
     // no time limit here: a rank that hangs does not know it; the others time out, leave their
     // notes, and this wait reads them (or NCCL's error once they are gone)
-    watch w = watch_start("hanging");
+    dist_waiting w = dist_waiting_start("hanging");
     w.timed = 0;
     while (cudaEventQuery(never) == cudaErrorNotReady) {
         watch_others(d, &w);
-        dist_nap_ms(1);
+        host_sleep_ms(1);
     }
     dist_abort(d, "the hanging kernel ended");
 }
@@ -269,7 +166,7 @@ void dist_hang(dist_env *d, cudaStream_t stream, const char *fmt, ...)
 
 void dist_enter_(dist_env *d, const char *expr)
 {
-    __atomic_store_n(&d->inside_since_ns, dist_mono_ns(), __ATOMIC_RELEASE);
+    __atomic_store_n(&d->inside_since_ns, host_now_ns(), __ATOMIC_RELEASE);
     __atomic_store_n(&d->inside, expr, __ATOMIC_RELEASE);
 }
 
@@ -286,7 +183,7 @@ void dist_split_ready(dist_env *d, ncclComm_t *child, const char *name)
 {
     // with a non-blocking parent, NCCL's thread writes *child when the new communicator exists
     ncclResult_t r = dist_wait_issued(d, "splitting a communicator");
-    watch w = watch_start("splitting a communicator");
+    dist_waiting w = dist_waiting_start("splitting a communicator");
     while (r == ncclSuccess && __atomic_load_n(child, __ATOMIC_ACQUIRE) == NULL) {
         watch_others(d, &w);
         sched_yield();
@@ -305,7 +202,7 @@ void dist_close(dist_env *d, ncclComm_t *comm)
     if (!c) return;
     NCCL_CHECK(d, ncclCommFinalize(c));  // completes once every rank's work on it is done
     NCCL_CHECK(d, ncclCommDestroy(c));
-    unwatch(d, c);
+    dist_unwatch(d, c);
     *comm = NULL;
 }
 

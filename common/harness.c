@@ -14,12 +14,6 @@
 
 #define MAX_SLOTS (2 * HARNESS_MAX_VARIANTS)  // every variant, traced and (--trace-overhead) not
 
-static FILE *report_to;  // harness_report_to: where the report goes instead
-
-FILE *harness_human(const trainer *t) { return report_to ? report_to : t->opt.json ? stderr : stdout; }
-
-void harness_report_to(FILE *out) { report_to = out; }
-
 // ----------------------------------------------------------------------------
 // 1. the profile, 2. the reference
 

@@ -73,6 +73,13 @@ int harness_run_with(trainer *t, const train_variant *variants, int nvariants, h
 // /dev/null: rank 0 reports for every rank.
 void harness_report_to(FILE *out);
 
+// What a program of several ranks (12, 13, 14) makes of one rank's outputs, in `mine` (its
+// trainer's options, before trainer_init): its own trace file ("t.json" becomes "t.rank1.json",
+// any other name gains ".rank1", into trace_path), the JSON on rank 0 alone, the human report
+// silenced above rank 0. Returns where rank 0 reports for every rank (stderr under --json, else
+// stdout), NULL on the others. `name` begins its one message.
+FILE *harness_rank_outputs(const char *name, int rank, int world, train_options *mine, char *trace_path, size_t size);
+
 // The checksum of a run's losses, each as the float it was (the report's "losses" checksum;
 // lessons 12 and 14 compare it across ranks).
 uint64_t harness_loss_checksum(const double *losses, int n);

@@ -1,6 +1,7 @@
 // harness_internal.h: what the harness's own files share (harness.h is what
 // lessons see): harness.c runs and times (steps 1-3), harness_check.c checks
-// (step 4), harness_report.c reports (step 5).
+// (step 4), harness_report.c reports (step 5). Each uses only those below it:
+// harness.c, then harness_check.c, then harness_report.c.
 #ifndef COMMON_HARNESS_INTERNAL_H
 #define COMMON_HARNESS_INTERNAL_H
 
@@ -44,11 +45,7 @@ typedef struct {  // the verdict over every run
     double *lesson_losses;  // the first checked run's losses, for --check-cpu
 } verdict;
 
-// Where the human-readable report goes: harness_report_to's stream, else stdout
-// (stderr with --json).
-FILE *harness_human(const trainer *t);
-
-// ---- harness_check.c
+// ---- harness_check.c (stands on harness_report.c)
 
 // Checks the run just ended against the reference, into the verdict; `k` is its
 // round (negative: a warm-up).
@@ -57,8 +54,11 @@ void harness_check_run(trainer *t, const reference *ref, const char *name, int k
 // the largest relative difference (NaN if any loss is NaN), also reported.
 double harness_cpu_check(trainer *t, const double *losses);
 
-// ---- harness_report.c
+// ---- harness_report.c (the bottom: it uses no other file of the harness)
 
+// Where the human-readable report goes: harness_report_to's stream, else stdout
+// (stderr with --json).
+FILE *harness_human(const trainer *t);
 // The medians and spreads of a variant's runs, and its bound.
 void harness_summarise(trainer *t, variant_result *r, const stage_times *st);
 void harness_print_header(trainer *t);

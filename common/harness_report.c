@@ -1,11 +1,50 @@
-// harness_report.c: step 5 of the harness (harness.h): the figures of every
-// variant (medians, spreads, the bound, the efficiency), printed and in --json.
+// harness_report.c: step 5 of the harness (harness.h): where the report goes (one process, or
+// one rank of several), the figures of every variant (medians, spreads, the bound, the
+// efficiency), printed and in --json. The bottom of the harness: harness_check.c and harness.c
+// stand on it.
 #include "harness_internal.h"
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "memory.h"  // host_alloc, device_bytes_peak, pinned_bytes_peak
+
+static FILE *report_to;  // harness_report_to: where the report goes instead
+
+FILE *harness_human(const trainer *t) { return report_to ? report_to : t->opt.json ? stderr : stdout; }
+
+void harness_report_to(FILE *out) { report_to = out; }
+
+// "t.json" becomes "t.rank1.json", any other name gains ".rank1", with several ranks.
+static void rank_path(int rank, int world, const char *path, char *out, size_t size)
+{
+    size_t n = strlen(path);
+    if (world == 1)
+        snprintf(out, size, "%s", path);
+    else if (n > 5 && strcmp(path + n - 5, ".json") == 0)
+        snprintf(out, size, "%.*s.rank%d.json", (int)(n - 5), path, rank);
+    else
+        snprintf(out, size, "%s.rank%d", path, rank);
+}
+
+FILE *harness_rank_outputs(const char *name, int rank, int world, train_options *mine, char *trace_path, size_t size)
+{
+    FILE *out = mine->json ? stderr : stdout;  // rank 0 reports for every rank
+    mine->json = mine->json && rank == 0;      // rank 0 writes the JSON, with every rank's figures in it
+    if (mine->trace_path) {
+        rank_path(rank, world, mine->trace_path, trace_path, size);
+        mine->trace_path = trace_path;
+    }
+    if (rank == 0) return out;
+    FILE *quiet = fopen("/dev/null", "w");
+    if (!quiet) {
+        fprintf(stderr, "%s: cannot open /dev/null\n", name);
+        exit(EXIT_FAILURE);
+    }
+    harness_report_to(quiet);
+    return NULL;
+}
 
 void harness_summarise(trainer *t, variant_result *r, const stage_times *st)
 {

@@ -1,5 +1,5 @@
-// timing.c: host clocks, sample statistics, the time between two events and fork-join
-// event timing.
+// timing.c: host clocks (monotonic, CPU, calendar) and naps, sample statistics, the time between
+// two events and fork-join event timing.
 #define _POSIX_C_SOURCE 200809L  // clock_gettime
 #include "timing.h"
 
@@ -19,6 +19,20 @@ static double clock_ms(clockid_t id)
 
 double host_now_ms(void) { return clock_ms(CLOCK_MONOTONIC); }
 double process_cpu_ms(void) { return clock_ms(CLOCK_PROCESS_CPUTIME_ID); }
+double wall_clock_s(void) { return clock_ms(CLOCK_REALTIME) / 1e3; }
+
+long long host_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void host_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
 
 static int compare_double(const void *a, const void *b)
 {

@@ -14,6 +14,9 @@ extern "C" {
 
 double host_now_ms(void);     // monotonic wall clock, milliseconds
 double process_cpu_ms(void);  // CPU time used by every thread of this process, milliseconds
+long long host_now_ns(void);  // the same monotonic clock, nanoseconds: time limits kept in one integer
+double wall_clock_s(void);    // the calendar's clock, seconds: what files in a shared folder are dated by
+void host_sleep_ms(int ms);   // a nap between two polls
 
 typedef struct {
     double median, min, max, mean;

@@ -91,6 +91,23 @@ broken_links() {
     done
 }
 
+# file_uses OBJ...: "A B" for every object A that uses a function or variable that object B
+# defines (nm's symbols): which file of common/ stands on which.
+file_uses() {
+    local o
+    for o in "$@"; do nm -g --defined-only "$o" | awk -v f="$(basename "$o")" 'NF == 3 { print $3, f }'; done |
+        LC_ALL=C sort -k1,1 >"$BATS_TEST_TMPDIR/defined"
+    for o in "$@"; do nm -g --undefined-only "$o" | awk -v f="$(basename "$o")" '{ print $NF, f }'; done |
+        LC_ALL=C sort -k1,1 >"$BATS_TEST_TMPDIR/used"
+    LC_ALL=C join "$BATS_TEST_TMPDIR/used" "$BATS_TEST_TMPDIR/defined" | awk '$2 != $3 { print $2, $3 }' | sort -u
+}
+
+# file_cycles OBJ...: the objects that stand on each other around a cycle (tsort's report of
+# each loop, one object a line); nothing when the files form layers.
+file_cycles() {
+    file_uses "$@" | tsort 2>&1 >/dev/null | sed -n 's/^tsort: \([^-].*\)$/\1/p'
+}
+
 @test "course: every solution and every student lesson is built" {
     # the lessons this machine cannot build (NCCL missing): make says so on its first line
     unbuildable=$(make -s -C "$ROOT" nccl-status 2>/dev/null | sed -n 's/.*: \(.*\) not built$/\1/p')
@@ -233,6 +250,43 @@ long_functions() {
     /^\{/ && !inbody { inbody = 1; start = FNR; name = prev; next }
     /^\}/ && inbody { inbody = 0; n = FNR - start - 1; if (n > max) printf "%s:%d: %s (%d lines)\n", FILENAME, start, name, n; next }
     !inbody && /[^ \t]/ { prev = $0 }' "${@:2}"
+}
+
+@test "course: the layer scan finds two files that use each other, and passes a file that only uses another" {
+    cd "$BATS_TEST_TMPDIR"
+    printf 'int b(void);\nint a(void) { return b(); }\n' >a.c
+    printf 'int a(void);\nint b(void) { return a() + 1; }\n' >b.c
+    printf 'int a(void);\nint c(void) { return a(); }\n' >c.c
+    for f in a b c; do gcc -c "$f.c" -o "$f.o"; done
+    run file_cycles a.o b.o c.o
+    assert_success
+    assert_equal "$(sort <<<"$output" | tr '\n' ' ')" "a.o b.o "
+    run file_cycles a.o c.o
+    assert_output ""
+}
+
+@test "course: common/ in layers: no cycle among its files, and nothing of dist_* reaches up to the trainer or the harness" {
+    objects=()  # the objects of common's present sources (an old build may hold others)
+    for src in "$ROOT"/common/*.c "$ROOT"/common/*.cu; do
+        name=$(basename "$src")
+        o=$BUILT/common/${name%.c}.o
+        [[ "$name" == *.cu ]] && o=$BUILT/common/$name.o
+        [ -e "$o" ] && objects+=("$o")
+    done
+    [ "${#objects[@]}" -gt 10 ] || fail "too few objects in $BUILT/common: run make"
+    run file_cycles "${objects[@]}"
+    assert_success
+    [ -z "$output" ] || fail "files of common/ that use each other around a cycle: $(tr '\n' ' ' <<<"$output")"
+    # the bootstrap of several ranks stands below the trainer and the harness: no include, even
+    # through a header, and no call
+    for src in "$ROOT"/common/dist_*.c; do
+        deps=$(gcc -std=c11 -MM -MG -I"$ROOT" -I"${CUDA_HOME:-/usr/local/cuda}/include" "$src") || fail "$src: gcc -MM failed"
+        if grep -qE '(trainer|harness[a-z_]*)\.h' <<<"$deps"; then
+            fail "$src includes the trainer or the harness: $(tr ' \\' '\n\n' <<<"$deps" | grep -E 'trainer|harness')"
+        fi
+    done
+    up=$(file_uses "${objects[@]}" | awk '$1 ~ /^dist_/ && $2 ~ /^(trainer|harness)/')
+    [ -z "$up" ] || fail "dist_* objects that use the trainer or the harness: $up"
 }
 
 @test "course: the function-length scan finds a long function and passes a short one" {

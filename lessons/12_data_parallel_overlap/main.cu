@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 2020314575)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 3095686002)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
 // gradients averaged with NCCL while the backward pass is still running.
@@ -144,7 +144,8 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, data_p
                             "parent (each call issued by a thread of NCCL's)");
     specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
                          "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
-    dist_option_specs(&o->dist, &dp->fault, specs, &n);
+    dist_option_specs(&o->dist, specs, &n);
+    dist_fault_options(&dp->fault, specs, &n);
     const char *summary =
         "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n" DIST_HOW_TO_RUN("ranks");
     args_parse(argc, argv, d->name, summary, specs, n);
@@ -189,7 +190,8 @@ int main(int argc, char **argv)
     shard.batch = o.train.batch / d.world;
     shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
     char trace_path[1100];
-    FILE *out = dist_rank_outputs(&d, &shard, trace_path, sizeof trace_path);  // rank 0 reports for every rank
+    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &shard, trace_path,
+                                     sizeof trace_path);  // rank 0 reports for every rank
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);

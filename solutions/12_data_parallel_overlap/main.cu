@@ -142,7 +142,8 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, data_p
                             "parent (each call issued by a thread of NCCL's)");
     specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
                          "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
-    dist_option_specs(&o->dist, &dp->fault, specs, &n);
+    dist_option_specs(&o->dist, specs, &n);
+    dist_fault_options(&dp->fault, specs, &n);
     const char *summary =
         "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n" DIST_HOW_TO_RUN("ranks");
     args_parse(argc, argv, d->name, summary, specs, n);
@@ -187,7 +188,8 @@ int main(int argc, char **argv)
     shard.batch = o.train.batch / d.world;
     shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
     char trace_path[1100];
-    FILE *out = dist_rank_outputs(&d, &shard, trace_path, sizeof trace_path);  // rank 0 reports for every rank
+    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &shard, trace_path,
+                                     sizeof trace_path);  // rank 0 reports for every rank
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);

@@ -213,7 +213,8 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
                          "at most N CTAs (an SM each) per send or receive; 0: NCCL chooses");
     specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
                          "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
-    dist_option_specs(&o->dist, &pp->fault, specs, &n);
+    dist_option_specs(&o->dist, specs, &n);
+    dist_fault_options(&pp->fault, specs, &n);
     const char *summary =
         "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n" DIST_HOW_TO_RUN(
             "stages");
@@ -264,7 +265,8 @@ int main(int argc, char **argv)
     dist_configure(&d, o.dist.rendezvous, o.dist.timeout_s);
     train_options mine = o.train;
     char trace_path[1100];
-    FILE *out = dist_rank_outputs(&d, &mine, trace_path, sizeof trace_path);  // rank 0 reports for every rank
+    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &mine, trace_path,
+                                     sizeof trace_path);  // rank 0 reports for every rank
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &mine, HOST_SLOTS, 1, STEP_RING);

@@ -219,15 +219,11 @@ static void parse_options(dist_env *d, int argc, char **argv, train_options *o, 
     f->fault.rank = f->fault.at_batch = -1;
     *bucket_mib = 25;
     *ring_slots = RING_SLOTS;
-    double timeout_s = DIST_TIMEOUT_S;
-    const char *rendezvous = NULL;
+    dist_options dist;
     arg_spec specs[40];
     int n = train_option_specs(o, specs);
     specs[n++] = arg_double("bucket-mib", bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
-    specs[n++] = arg_string("rendezvous", &rendezvous, "DIR",
-                            "the folder every rank sees, where rank 0 leaves NCCL's id and every rank its flight "
-                            "recorder ring (default: $RENDEZVOUS_DIR)");
-    specs[n++] = arg_double("timeout-s", &timeout_s, 1, 3600, "S", "give up waiting for another rank after this long");
+    dist_option_specs(&dist, specs, &n);  // --rendezvous (where every rank's flight ring goes too), --timeout-s
     specs[n++] = arg_string("checkpoint-dir", &f->ckpt_root, "DIR",
                             "write checkpoints into this folder, and resume from its newest complete one");
     specs[n++] = arg_int("checkpoint-every", &f->ckpt_every, 1, 1000000, "N", "batches between two checkpoints");
@@ -246,7 +242,7 @@ static void parse_options(dist_env *d, int argc, char **argv, train_options *o, 
                               "ranks") " [--restarts R]; where the "
                                        "ranks went apart: build/tools/flight-report DIR";
     args_parse(argc, argv, d->name, summary, specs, n);
-    dist_configure(d, rendezvous, timeout_s);
+    dist_configure(d, dist.rendezvous, dist.timeout_s);
     f->attempt = launch_attempt(d->name);
     check_options(d, o, f);
 }
@@ -265,7 +261,8 @@ int main(int argc, char **argv)
     shard.batch = o.batch / d.world;
     shard.check_cpu = 0;
     char trace_path[1100];
-    FILE *out = dist_rank_outputs(&d, &shard, trace_path, sizeof trace_path);  // rank 0 reports for every rank
+    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &shard, trace_path,
+                                     sizeof trace_path);  // rank 0 reports for every rank
     mlp_shape shape;
     mlp_shape_init(&shape, o.in_dim, o.hidden, o.hidden_layers, o.out_dim, shard.batch);
     ckpt_shape_text(shape.dims, shape.layers, f.shape, sizeof f.shape);
