@@ -91,6 +91,66 @@ broken_links() {
     done
 }
 
+# defines_lists FILE...: "FILE HEADER NAME" for every name in the `defines:` comment of a
+# project include, its continuation lines (comment lines indented under it) included.
+defines_lists() {
+    awk '
+    function take(text,   n, i, parts) {
+        n = split(text, parts, /[ \t,]+/)
+        for (i = 1; i <= n; i++) if (parts[i] != "") print FILENAME, header, parts[i]
+    }
+    /^#include "[^"]*"[ \t]*\/\/ defines:/ {
+        header = $0; sub(/^#include "/, "", header); sub(/".*/, "", header)
+        text = $0; sub(/.*\/\/ defines:/, "", text); take(text); inlist = 1; next
+    }
+    inlist && /^[ \t]+\/\/[ \t]+[^ \t]/ { text = $0; sub(/^[ \t]*\/\//, "", text); take(text); next }
+    { inlist = 0 }' "$@"
+}
+
+# functions_defined FILE...: the functions FILE declares or defines at file scope (a line of code
+# at column 0 that names a function: prototypes, definitions, static inline ones), and its macros
+functions_defined() {
+    c_code "$@" | cut -d: -f3- | grep -E '^[A-Za-z_]' | grep -v '^typedef' |
+        grep -oE '^[^=;(]*[ *][A-Za-z_][A-Za-z0-9_]*\(' | sed 's/.*[ *]\([A-Za-z_][A-Za-z0-9_]*\)($/\1/'
+    grep -h '^#[ \t]*define[ \t]' "$@" | awk '{ sub(/\(.*/, "", $2); print $2 }' | grep -vE '^COMMON_[A-Z_]*_H$'
+}
+
+# identifiers FILE...: every identifier in FILE's code (comments, strings and preprocessor lines
+# left out), once each
+identifiers() {
+    c_code "$@" | cut -d: -f3- | grep -oE '[A-Za-z_][A-Za-z0-9_]*' | sort -u
+}
+
+# declared_by DIR HEADER: every identifier HEADER (relative to DIR) holds, through the project
+# headers it includes too: its code, and the names of its macros
+declared_by() {
+    local headers
+    headers=$(cd "$1" && gcc -std=c11 -MM -MG -I. -I"${CUDA_HOME:-/usr/local/cuda}/include" "$2" | tr ' \\' '\n\n' |
+        grep '\.h$' | grep -v '^/') || return 1
+    headers=$(sed "s|^|$1/|" <<<"$headers")
+    { identifiers $headers; grep -h '^#[ \t]*define[ \t]' $headers | awk '{ sub(/\(.*/, "", $2); print $2 }'; } | sort -u
+}
+
+# stale_defines DIR LABEL FILE...: what is wrong with the `defines:` lists of the includes of
+# common/ in FILE... (one lesson's files, or one tool, called LABEL), a line each: a name its
+# header does not declare, a name the files never use, a function or macro of common/ they use
+# that no list names. DIR holds common/.
+stale_defines() {
+    local dir=$1 label=$2 file header name used listed api own
+    shift 2
+    used=$(identifiers "$@")
+    listed=$(defines_lists "$@" | awk '$2 ~ /^common\//')
+    while read -r file header name; do
+        [ -n "$name" ] || continue
+        declared_by "$dir" "$header" | grep -qx -- "$name" || echo "${file#"$dir"/}: $header declares no $name"
+        grep -qx -- "$name" <<<"$used" || echo "${file#"$dir"/}: $name is listed for $header, never used"
+    done <<<"$listed"
+    api=$(functions_defined "$dir"/common/*.h | sort -u)
+    own=$(functions_defined "$@" | sort -u)  # a lesson's own function of the same name (05's test_delay)
+    comm -12 <(echo "$used") <(echo "$api") | comm -23 - <(echo "$own") |
+        comm -23 - <(awk '{ print $3 }' <<<"$listed" | sort -u) | sed "s|^|$label: uses common's |; s|$|, named by no defines: list|"
+}
+
 # file_uses OBJ...: "A B" for every object A that uses a function or variable that object B
 # defines (nm's symbols): which file of common/ stands on which.
 file_uses() {
@@ -192,9 +252,9 @@ file_cycles() {
     refute_output --partial "a comment of the solution"
 }
 
-@test "course: no line of a student lesson 05-11 is longer than 120 columns" {
+@test "course: no line of any lesson (the student's version and the solution) or of common/ is longer than 120 columns" {
     run awk 'length($0) > 120 { print FILENAME ":" FNR ": " length($0) " columns" }' \
-        "$ROOT"/lessons/0[5-9]_*/* "$ROOT"/lessons/1[01]_*/*
+        "$ROOT"/lessons/[0-9][0-9]_*/* "$ROOT"/solutions/[0-9][0-9]_*/* "$ROOT"/common/*
     assert_success
     assert_output ""
 }
@@ -250,6 +310,33 @@ long_functions() {
     /^\{/ && !inbody { inbody = 1; start = FNR; name = prev; next }
     /^\}/ && inbody { inbody = 0; n = FNR - start - 1; if (n > max) printf "%s:%d: %s (%d lines)\n", FILENAME, start, name, n; next }
     !inbody && /[^ \t]/ { prev = $0 }' "${@:2}"
+}
+
+@test "course: the defines: scan finds a name its header lacks, one never used and one used but not listed" {
+    mkdir -p "$BATS_TEST_TMPDIR/c/common" "$BATS_TEST_TMPDIR/c/solutions/99_x"
+    printf '#include "inner.h"\nint alpha(int x);\nint delta(void);\n#define BETA 1\n' >"$BATS_TEST_TMPDIR/c/common/a.h"
+    printf 'int gamma_of(int x);\n' >"$BATS_TEST_TMPDIR/c/common/inner.h"
+    cat >"$BATS_TEST_TMPDIR/c/solutions/99_x/m.cu" <<'EOF2'
+#include "common/a.h"  // defines: alpha, gamma_of,
+                       //          delta, epsilon
+static int own(void) { return alpha(BETA) + gamma_of(2); }
+EOF2
+    run stale_defines "$BATS_TEST_TMPDIR/c" 99_x "$BATS_TEST_TMPDIR/c/solutions/99_x/m.cu"
+    assert_success
+    assert_equal "$output" "solutions/99_x/m.cu: delta is listed for common/a.h, never used
+solutions/99_x/m.cu: common/a.h declares no epsilon
+solutions/99_x/m.cu: epsilon is listed for common/a.h, never used
+99_x: uses common's BETA, named by no defines: list"
+}
+
+@test "course: the defines: lists beside the includes of common/ stay true: declared there, used, and every use named" {
+    for dir in "$ROOT"/solutions/[0-9][0-9]_*; do
+        files=("$dir"/*.cu)
+        for h in "$dir"/*.h; do [ -e "$h" ] && files+=("$h"); done
+        stale_defines "$ROOT" "$(basename "$dir")" "${files[@]}"
+    done >"$BATS_TEST_TMPDIR/stale"
+    for tool in "$ROOT"/tools/*.c; do stale_defines "$ROOT" "tools/$(basename "$tool")" "$tool"; done >>"$BATS_TEST_TMPDIR/stale"
+    [ ! -s "$BATS_TEST_TMPDIR/stale" ] || fail "stale defines: lists: $(cat "$BATS_TEST_TMPDIR/stale")"
 }
 
 @test "course: the layer scan finds two files that use each other, and passes a file that only uses another" {

@@ -13,9 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"        // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error
-#include "common/ckpt.h"        // defines: ckpt_list, ckpt_check, ckpt_manifest
-#include "common/exit_codes.h"  // defines: EXIT_USAGE
+#include "common/args.h"  // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error
+#include "common/ckpt.h"  // defines: ckpt_list, ckpt_check, ckpt_manifest, CKPT_MAX_RANKS
 
 #define PROG "checkpoint-report"
 

@@ -16,9 +16,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/args.h"        // defines: arg_spec, arg_string, arg_flag, args_parse_files, usage_error
-#include "common/exit_codes.h"  // defines: EXIT_USAGE
-#include "common/flight.h"      // defines: flight_ring, flight_read, flight_diverge, flight_free
+#include "common/args.h"    // defines: arg_spec, arg_string, arg_flag, args_parse_files, usage_error
+#include "common/flight.h"  // defines: flight_ring, flight_read, flight_diverge, flight_free
 
 #define PROG "flight-report"
 #define EXIT_DIVERGED 4

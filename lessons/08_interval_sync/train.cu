@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 1227250060)
+// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 1956149115)
 // Fill in its 3 TODOs.
 // 08_interval_sync: the host synchronises once every N batches, not every batch.
 //
@@ -26,7 +26,7 @@
 #include "common/memory.h"   // defines: host_calloc
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_prepare, trainer_step, trainer_loss_slot,
-                             //          trainer_take_loss, test_delay, event_pending, HOST_SYNC, SLOT_WAIT
+                             //          trainer_take_loss, test_delay, event_pending, HOST_SYNC, SLOT_WAIT, json_int
 
 static const char *PROG = "08_interval_sync";
 

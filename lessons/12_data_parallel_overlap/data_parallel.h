@@ -1,9 +1,9 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2710357623)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2771257277)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
-// is in main.cu). meet.cu: how the ranks meet; buckets.cu: the gradients grouped into buckets; train.cu: the rank's shard,
-// the step with its all-reduces, the training loop, the reference; report.cu: each part alone,
-// the checks across ranks, the report; main.cu: setup, options, main.
+// is in main.cu). meet.cu: how the ranks meet; buckets.cu: the gradients grouped into buckets;
+// train.cu: the rank's shard, the step with its all-reduces, the training loop, the reference;
+// report.cu: each part alone, the checks across ranks, the report; main.cu: setup, options, main.
 #ifndef DATA_PARALLEL_H
 #define DATA_PARALLEL_H
 
@@ -11,26 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"     // defines: arg_spec, arg_int, arg_double, arg_string, arg_choice, args_parse, usage_error
+#include "common/args.h"     // defines: arg_spec, arg_double, arg_choice, args_parse, usage_error
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_meet_begin,
                              //          dist_write_id, dist_read_id, dist_watch, dist_wait_issued, dist_connected,
-                             //          dist_option_specs, dist_rank_outputs, dist_event_wait, NCCL_CHECK,
-                             //          dist_fault_inject, dist_allgather, dist_finish, dist_describe
-#include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_report_to,
-                             //          harness_finish
+                             //          dist_option_specs, dist_event_wait, NCCL_CHECK, dist_fault_inject,
+                             //          dist_allgather, dist_finish, dist_describe, DIST_HOW_TO_RUN, dist_abort,
+                             //          dist_describe_json, dist_fault_check, dist_fault_options, dist_polled_wait
+#include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_finish,
+                             //          harness_loss_checksum, harness_rank_outputs
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
 #include "common/kernels.h"  // defines: launch_spin
-#include "common/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc and their frees
+#include "common/memory.h"   // defines: device_alloc, device_free, pinned_alloc, pinned_free, host_calloc
 #include "common/timing.h"   // defines: host_now_ms, stats_of, event_ms, parts_ms
 #include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_forward, trainer_loss_slot, trainer_take_loss,
                              //          test_delay, event_pending, HOST_SYNC, SLOT_WAIT, loss_ring, loss_ring_create,
-                             //          loss_ring_wait_with, loss_ring_queue, loss_ring_interval; and through
-                             //          model.h, mlp.h and data.h: mlp_forward, mlp_loss, mlp_backward_layer,
-                             //          mlp_update, mlp_weights_checksum, mlp_shape_init, mlp_cpu_reference,
-                             //          dataset_prepare_shard, dataset_init, fnv1a
+                             //          loss_ring_wait_with, loss_ring_queue, loss_ring_interval, mlp_forward,
+                             //          mlp_loss, mlp_backward_layer, mlp_update, mlp_weights_checksum, mlp_shape_init,
+                             //          mlp_cpu_reference, dataset_prepare_shard, dataset_init, batch_features,
+                             //          batch_targets, dataset_free, loss_ring_destroy
 
 #define SHARD 512         // samples per rank and batch, by default: --batch is 512 x ranks
 #define SLOTS 2           // host and device batch slots (lesson 08)

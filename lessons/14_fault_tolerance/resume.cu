@@ -1,10 +1,10 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 3624163925)
+// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 2617629885)
 // Fill in its 1 TODO.
 // resume.cu (lesson 14): where a run starts. Before the GPU is touched, the newest complete
 // checkpoint under --checkpoint-dir (a torn or corrupt one is said and passed over for the one
 // before it); a checkpoint of another model shape, rank count or seed, or one at or past the
-// run's last batch, is refused with one line and exit code 2. Once the GPU is open each rank takes its own state back and trains from
-// the batch after the checkpoint's (exercise 14-resume).
+// run's last batch, is refused with one line and exit code 2. Once the GPU is open each rank
+// takes its own state back and trains from the batch after the checkpoint's (exercise 14-resume).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

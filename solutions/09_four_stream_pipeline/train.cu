@@ -24,9 +24,9 @@
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/harness.h"  // defines: harness_run_loop, harness_finish
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_prepare, trainer_forward, trainer_backward,
-                             //          test_delay, event_pending, SLOT_WAIT, loss_ring, loss_ring_create,
-                             //          loss_ring_destroy, loss_ring_queue, loss_ring_interval
+                             //          trainer_init, trainer_prepare, trainer_forward, trainer_backward, test_delay,
+                             //          event_pending, SLOT_WAIT, loss_ring, loss_ring_create, loss_ring_destroy,
+                             //          loss_ring_queue, loss_ring_interval, json_int, trace_name_stream
 
 static const char *PROG = "09_four_stream_pipeline";
 

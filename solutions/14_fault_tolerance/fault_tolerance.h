@@ -11,26 +11,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"     // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error
+#include "common/args.h"     // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error, arg_double
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/ckpt.h"     // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_latest,
-                             //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, ckpt_shape_text
+                             //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, ckpt_shape_text,
+                             //          CKPT_KEEP, CKPT_MAX_RANKS, ckpt_check, ckpt_folder, ckpt_list
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail,
-                             //          dist_allgather_then, dist_finish, dist_describe, dist_rank_outputs,
-                             //          DIST_HOW_TO_RUN
-#include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_diverge
-#include "common/harness.h"  // defines: harness_finish, harness_loss_checksum
+                             //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_allgather_then,
+                             //          dist_finish, dist_describe, DIST_HOW_TO_RUN, dist_describe_json,
+                             //          dist_option_specs
+#include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_diverge,
+                             //          FLIGHT_MAX_SLOTS
+#include "common/harness.h"  // defines: harness_finish, harness_loss_checksum, harness_rank_outputs
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
-#include "common/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc and their frees
+#include "common/memory.h"   // defines: device_alloc, device_free, pinned_alloc, pinned_free, host_calloc
 #include "common/timing.h"   // defines: host_now_ms
 #include "common/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_forward, trainer_loss_slot,
-                             //          trainer_take_loss, test_delay, event_pending, HOST_SYNC, SLOT_WAIT,
-                             //          loss_ring, loss_ring_create, loss_ring_wait_with, loss_ring_queue,
-                             //          loss_ring_interval; and
-                             //          through model.h, mlp.h and data.h: mlp_loss, mlp_backward_layer,
-                             //          mlp_update, mlp_weights_checksum, mlp_shape_init, dataset_prepare_shard,
-                             //          fnv1a
+                             //          trainer_take_loss, test_delay, event_pending, HOST_SYNC, SLOT_WAIT, loss_ring,
+                             //          loss_ring_create, loss_ring_wait_with, loss_ring_queue, loss_ring_interval,
+                             //          mlp_loss, mlp_backward_layer, mlp_update, mlp_weights_checksum, mlp_shape_init,
+                             //          dataset_prepare_shard, fnv1a, FNV1A_START, batch_features, batch_targets,
+                             //          loss_ring_destroy, trace_begin, trace_end, trace_name_stream,
+                             //          train_option_specs, train_options_default
 
 #define SHARD 512         // samples per rank and batch, by default (lesson 12)
 #define SLOTS 2           // host and device batch slots (lesson 08)
