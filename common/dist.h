@@ -226,14 +226,20 @@ void dist_fault_options(dist_fault *f, arg_spec *specs, int *n);                
 void dist_fault_check(const dist_env *d, const dist_fault *f, int batches);                 // usage errors: exit code 2
 void dist_fault_inject(dist_env *d, const dist_fault *f, long batch, cudaStream_t stream);  // at batch N, on rank R
 
-// Gathers `bytes` bytes from every rank into all[] (rank r's at all + r * bytes), on `stream`,
-// and waits (polled). For the checks after the runs.
+// An all-gather of `bytes` bytes from every rank, for the checks after the runs, in three steps:
+// dist_gather_begin puts this rank's part on the GPU where the gathered array holds it (rank r's
+// at d_all + r * bytes); the lesson calls the collective itself, in place:
+//   NCCL_CHECK(d, ncclAllGather(g.d_mine, g.d_all, bytes, ncclUint8, d->comm, stream));
+// dist_gather_end copies every part back into all[], waits (polled) and frees the buffers.
+typedef struct {
+    unsigned char *d_all, *d_mine, *h_all;
+    size_t bytes;
+    cudaEvent_t landed;
+} dist_gather;
+void dist_gather_begin(dist_env *d, dist_gather *g, const void *mine, size_t bytes, cudaStream_t stream);
+void dist_gather_end(dist_env *d, dist_gather *g, void *all, cudaStream_t stream);
+// The three together, on d's parent communicator (13's reports, which ranks share a GPU).
 void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream);
-// The same, calling issued(ctx, stream) once the all-gather is queued on `stream`, before the
-// wait: lesson 14's flight recorder writes the call down there, so that a rank stuck in it has
-// it in its ring.
-void dist_allgather_then(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream,
-                         void (*issued)(void *ctx, cudaStream_t stream), void *ctx);
 
 // Every communicator finalized and destroyed, the watchdog stopped: a normal end.
 void dist_finish(dist_env *d);

@@ -1,6 +1,6 @@
 // dist_connect.c: the meeting of the ranks (begun, ended: which GPU each rank runs on), and
-// dist_connect, the whole of it for the lessons after 12; the gather the checks use after the
-// runs (dist.h).
+// dist_connect, the whole of it for the lessons after 12; the buffers of the all-gathers the
+// checks use after the runs, and dist_allgather, the whole of one (dist.h).
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
 #include <string.h>
@@ -84,29 +84,34 @@ void dist_connect(dist_env *d)
     dist_connected(d, comm);
 }
 
-void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream)
+void dist_gather_begin(dist_env *d, dist_gather *g, const void *mine, size_t bytes, cudaStream_t stream)
 {
-    dist_allgather_then(d, mine, all, bytes, stream, NULL, NULL);
+    g->bytes = bytes;
+    size_t total = bytes * (size_t)d->world;
+    g->d_all = (unsigned char *)device_alloc(total);
+    g->h_all = (unsigned char *)pinned_alloc(total);
+    g->d_mine = g->d_all + bytes * (size_t)d->rank;  // in place: this rank's part where the gathered array puts it
+    CUDA_CHECK(cudaEventCreateWithFlags(&g->landed, cudaEventDisableTiming));
+    memcpy(g->h_all + bytes * (size_t)d->rank, mine, bytes);
+    CUDA_CHECK(cudaMemcpyAsync(g->d_mine, g->h_all + bytes * (size_t)d->rank, bytes, cudaMemcpyHostToDevice, stream));
 }
 
-void dist_allgather_then(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream,
-                         void (*issued)(void *ctx, cudaStream_t stream), void *ctx)
+void dist_gather_end(dist_env *d, dist_gather *g, void *all, cudaStream_t stream)
 {
-    size_t total = bytes * (size_t)d->world;
-    unsigned char *d_all = (unsigned char *)device_alloc(total), *h_all = (unsigned char *)pinned_alloc(total);
-    cudaEvent_t landed;
-    CUDA_CHECK(cudaEventCreateWithFlags(&landed, cudaEventDisableTiming));
-    memcpy(h_all + bytes * (size_t)d->rank, mine, bytes);
-    CUDA_CHECK(cudaMemcpyAsync(d_all + bytes * (size_t)d->rank, h_all + bytes * (size_t)d->rank, bytes,
-                               cudaMemcpyHostToDevice, stream));
-    // in place: this rank's part already sits where the gathered array puts it
-    NCCL_CHECK(d, ncclAllGather(d_all + bytes * (size_t)d->rank, d_all, bytes, ncclUint8, d->comm, stream));
-    if (issued) issued(ctx, stream);
-    CUDA_CHECK(cudaMemcpyAsync(h_all, d_all, total, cudaMemcpyDeviceToHost, stream));
-    CUDA_CHECK(cudaEventRecord(landed, stream));
-    CUDA_CHECK(dist_event_wait(d, landed));
-    memcpy(all, h_all, total);
-    CUDA_CHECK(cudaEventDestroy(landed));
-    device_free(d_all);
-    pinned_free(h_all);
+    size_t total = g->bytes * (size_t)d->world;
+    CUDA_CHECK(cudaMemcpyAsync(g->h_all, g->d_all, total, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaEventRecord(g->landed, stream));
+    CUDA_CHECK(dist_event_wait(d, g->landed));
+    memcpy(all, g->h_all, total);
+    CUDA_CHECK(cudaEventDestroy(g->landed));
+    device_free(g->d_all);
+    pinned_free(g->h_all);
+}
+
+void dist_allgather(dist_env *d, const void *mine, void *all, size_t bytes, cudaStream_t stream)
+{
+    dist_gather g;
+    dist_gather_begin(d, &g, mine, bytes, stream);
+    NCCL_CHECK(d, ncclAllGather(g.d_mine, g.d_all, bytes, ncclUint8, d->comm, stream));
+    dist_gather_end(d, &g, all, stream);
 }

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 3631759895)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 1794519725)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -19,9 +19,9 @@
                              //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, ckpt_shape_text,
                              //          CKPT_KEEP, CKPT_MAX_RANKS, ckpt_check, ckpt_folder, ckpt_list
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_allgather_then,
-                             //          dist_finish, dist_describe, DIST_HOW_TO_RUN, dist_describe_json,
-                             //          dist_option_specs
+                             //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
+                             //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_option_specs,
+                             //          dist_gather_begin, dist_gather_end
 #include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_diverge,
                              //          FLIGHT_MAX_SLOTS
 #include "common/harness.h"  // defines: harness_finish, harness_loss_checksum, harness_rank_outputs

@@ -1,5 +1,6 @@
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
-// is in main.cu). meet.cu: how the ranks meet; buckets.cu: the gradients grouped into buckets;
+// is in main.cu). meet.cu: how the ranks meet; stop.cu: how they stop, all of them when one
+// fails, and at the end; buckets.cu: the gradients grouped into buckets;
 // train.cu: the rank's shard, the step with its all-reduces, the training loop, the reference;
 // report.cu: each part alone, the checks across ranks, the report; main.cu: setup, options, main.
 #ifndef DATA_PARALLEL_H
@@ -13,9 +14,10 @@
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_meet_begin,
                              //          dist_write_id, dist_read_id, dist_watch, dist_wait_issued, dist_connected,
-                             //          dist_option_specs, dist_event_wait, NCCL_CHECK, dist_fault_inject,
-                             //          dist_allgather, dist_finish, dist_describe, DIST_HOW_TO_RUN, dist_abort,
-                             //          dist_describe_json, dist_fault_check, dist_fault_options, dist_polled_wait
+                             //          dist_option_specs, NCCL_CHECK, dist_fault_inject, dist_finish, dist_describe,
+                             //          DIST_HOW_TO_RUN, dist_abort, dist_describe_json, dist_fault_check,
+                             //          dist_fault_options, dist_gather_begin, dist_gather_end, dist_say_stop,
+                             //          dist_stop_begin, dist_unwatch, dist_waiting_over, dist_waiting_start
 #include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_finish,
                              //          harness_loss_checksum, harness_rank_outputs
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
@@ -94,6 +96,11 @@ typedef struct {
 // meet.cu
 void meet_ranks(dist_env *d);
 ncclComm_t open_gradient_comm(dist_env *d, const sm_sharing *sharing);
+
+// stop.cu
+void stop_all(dist_env *d, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+cudaError_t wait_polled(void *dist, cudaEvent_t event);
+void leave_ranks(dist_env *d);
 
 // buckets.cu
 void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p);

@@ -26,8 +26,8 @@
 // reduced after the backward pass). --overlap chooses which one is the lesson's own.
 // The host loop is lesson 08's: two batch slots, a loss ring read every 10 batches.
 //
-// The files: data_parallel.h (types), meet.cu (how the ranks meet), buckets.cu, train.cu
-// (the step and the loop), report.cu, and this one (setup, options, main).
+// The files: data_parallel.h (types), meet.cu (how the ranks meet), stop.cu (how they stop),
+// buckets.cu, train.cu (the step and the loop), report.cu, and this one (setup, options, main).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +66,7 @@ static void setup(trainer *t, data_parallel *dp, double bucket_mib, const sm_sha
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->stepped[s], cudaEventDisableTiming));
     }
     loss_ring_create(&dp->losses, t, 0);
-    loss_ring_wait_with(&dp->losses, dist_polled_wait, dp->dist);  // a rank that failed stops this one's waits too
+    loss_ring_wait_with(&dp->losses, wait_polled, dp->dist);  // stop.cu: a rank that failed stops this one's waits too
     for (int b = 0; b < MAX_BUCKETS; b++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->grads_ready[b], cudaEventDisableTiming));
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[b], cudaEventDisableTiming));
@@ -200,7 +200,7 @@ int main(int argc, char **argv)
     setup(&t, &dp, o.bucket_mib, &o.sharing);
     int ok = run_and_report(&t, &dp, &o, out);
     teardown(&dp);
-    dist_finish(&d);
+    leave_ranks(&d);  // stop.cu
     if (o.train.check_cpu && d.world > 1 && d.rank == 0) ok = cpu_check_whole_batch(&t, &o.train, out) && ok;
     return harness_finish(&t, ok);
 }

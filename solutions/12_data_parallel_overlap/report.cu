@@ -56,7 +56,7 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
         CUDA_CHECK(cudaEventRecord(ev[2], s));
         for (int b = 0; b < plan->count; b++) mlp_update(&dp->averaged, plan->first[b], plan->floats[b], s);
         CUDA_CHECK(cudaEventRecord(ev[3], s));
-        CUDA_CHECK(dist_event_wait(dp->dist, ev[3]));
+        CUDA_CHECK(wait_polled(dp->dist, ev[3]));
         if (k >= 0) parts_ms(ev, 4, compute_parts, k);  // forward, backward, update
         double b = backward_beside_ms(t, dp, d_batch, ev);
         if (k >= 0) beside[k] = b;
@@ -68,7 +68,7 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
         CUDA_CHECK(cudaEventRecord(ev[2], c));
         allreduce_gradients(t, dp, 0, t->model.shape.nparams, c);
         CUDA_CHECK(cudaEventRecord(ev[3], c));
-        CUDA_CHECK(dist_event_wait(dp->dist, ev[3]));
+        CUDA_CHECK(wait_polled(dp->dist, ev[3]));
         if (k >= 0) {
             comm[k] = event_ms(ev[0], ev[1]);
             one[k] = event_ms(ev[2], ev[3]);
@@ -95,7 +95,10 @@ int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out)
     uint64_t mine[3] = {mlp_weights_checksum(&t->model, t->compute_stream),
                         harness_loss_checksum(t->run.losses, t->opt.batches), (uint64_t)ok};
     uint64_t *all = (uint64_t *)host_calloc((size_t)d->world * 3, sizeof(uint64_t), "every rank's verdict");
-    dist_allgather(d, mine, all, sizeof mine, t->compute_stream);
+    dist_gather g;
+    dist_gather_begin(d, &g, mine, sizeof mine, t->compute_stream);  // this rank's part in its place on the GPU
+    NCCL_CHECK(d, ncclAllGather(g.d_mine, g.d_all, sizeof mine, ncclUint8, d->comm, t->compute_stream));  // in place
+    dist_gather_end(d, &g, all, t->compute_stream);  // every rank's part back on the host, the wait polled
     int same = 1, passed = 1;
     char sums[1024] = "";
     size_t n = 0;

@@ -115,7 +115,7 @@ static void average_losses(trainer *t, data_parallel *dp)
                ncclAllReduce(dp->d_losses, dp->d_losses, n, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
     CUDA_CHECK(cudaMemcpyAsync(dp->h_losses, dp->d_losses, sizeof(float) * n, cudaMemcpyDeviceToHost, dp->comm_stream));
     CUDA_CHECK(cudaEventRecord(dp->losses_averaged, dp->comm_stream));
-    HOST_SYNC(t, dist_event_wait(dp->dist, dp->losses_averaged));
+    HOST_SYNC(t, wait_polled(dp->dist, dp->losses_averaged));
     for (size_t i = 0; i < n; i++) t->run.losses[i] = dp->h_losses[i] / (float)dp->dist->world;
 }
 
@@ -127,7 +127,7 @@ int train_loop(trainer *t, void *ctx)
         dist_fault_inject(dp->dist, &dp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, dist_event_wait(dp->dist, dp->copied[s]));
+        if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, wait_polled(dp->dist, dp->copied[s]));
         prepare_shard(t, dp, i, h_batch);
         if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, dp->stepped[s], 0));
         test_delay(t, DELAY_COPY, t->copy_stream);
@@ -166,7 +166,7 @@ int reference_loop(trainer *t, void *ctx)
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, s));
         CUDA_CHECK(cudaEventRecord(dp->ref_done, s));
-        CUDA_CHECK(dist_event_wait(dp->dist, dp->ref_done));
+        CUDA_CHECK(wait_polled(dp->dist, dp->ref_done));
         trainer_take_loss(t, i);
     }
     average_losses(t, dp);

@@ -17,9 +17,9 @@
                              //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, ckpt_shape_text,
                              //          CKPT_KEEP, CKPT_MAX_RANKS, ckpt_check, ckpt_folder, ckpt_list
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_allgather_then,
-                             //          dist_finish, dist_describe, DIST_HOW_TO_RUN, dist_describe_json,
-                             //          dist_option_specs
+                             //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
+                             //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_option_specs,
+                             //          dist_gather_begin, dist_gather_end
 #include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_diverge,
                              //          FLIGHT_MAX_SLOTS
 #include "common/harness.h"  // defines: harness_finish, harness_loss_checksum, harness_rank_outputs

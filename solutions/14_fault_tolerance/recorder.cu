@@ -60,26 +60,17 @@ void recorder_record(flight_recorder *r, flight_op op, long batch, int part, siz
     // END SOLUTION
 }
 
-// The checks' all-gather (dist_allgather), written into the ring as soon as it is queued,
-// before the wait: a rank stuck in it, because another never came, has it in its ring.
-typedef struct {
-    flight_recorder *r;
-    long batch;
-    size_t bytes;  // all ranks' together
-    const char *stream_name;
-} gather_note;
-
-static void note_gather(void *ctx, cudaStream_t stream)
-{
-    gather_note *g = (gather_note *)ctx;
-    recorder_record(g->r, FLIGHT_ALL_GATHER, g->batch, -1, g->bytes, 1, -1, stream, g->stream_name);
-}
-
+// The checks' all-gathers (the fingerprint, the checkpoint's files, the checksums at the end),
+// each written into the ring as soon as it is queued, before the host waits for it: a rank stuck
+// in one, because another never came, has it in its ring.
 void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void *mine, void *all, size_t bytes,
                         cudaStream_t stream, const char *stream_name)
 {
-    gather_note g = {r, batch, bytes * (size_t)d->world, stream_name};
-    dist_allgather_then(d, mine, all, bytes, stream, note_gather, &g);
+    dist_gather g;
+    dist_gather_begin(d, &g, mine, bytes, stream);  // this rank's part in its place on the GPU
+    NCCL_CHECK(d, ncclAllGather(g.d_mine, g.d_all, bytes, ncclUint8, d->comm, stream));
+    recorder_record(r, FLIGHT_ALL_GATHER, batch, -1, bytes * (size_t)d->world, 1, -1, stream, stream_name);
+    dist_gather_end(d, &g, all, stream);  // every rank's part back on the host, the wait polled
 }
 
 // Writes the ring, oldest call first, each marked by whether its completion event has fired.
