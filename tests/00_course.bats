@@ -268,9 +268,9 @@ EXERCISE_KEY_CALLS='
 05-priority           cudaStreamCreateWithPriority\(&high[^;]*priority_greatest
 06-copy-sync          cudaStreamSynchronize\(t->copy_stream
 06-step-sync          cudaStreamSynchronize\(t->compute_stream
-07-copy-event         cudaEventRecord\(e->copied
-07-step-event         cudaEventSynchronize\(e->stepped
-08-device-slot        cudaStreamWaitEvent\(t->copy_stream, e->stepped
+07-copy-event         cudaEventRecord\(sync->copied
+07-step-event         cudaEventSynchronize\(sync->stepped
+08-device-slot        cudaStreamWaitEvent\(t->copy_stream, sync->stepped
 08-interval           HOST_SYNC\(
 09-backward-wait      cudaStreamWaitEvent\(p->backward, p->forwarded
 11-fork               cudaStreamWaitEvent\(g->forward, g->landed

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 1956149115)
+// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 2603020140)
 // Fill in its 3 TODOs.
 // 08_interval_sync: the host synchronises once every N batches, not every batch.
 //
@@ -46,7 +46,7 @@ typedef struct {
 
 static int train_loop(trainer *t, void *ctx)
 {
-    interval_sync *e = (interval_sync *)ctx;
+    interval_sync *sync = (interval_sync *)ctx;
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
         int s = (int)(i % SLOTS);
@@ -59,16 +59,16 @@ static int train_loop(trainer *t, void *ctx)
         // make the copy stream (not the host) wait for it
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        CUDA_CHECK(cudaEventRecord(e->copied[s], t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, e->copied[s], 0));
+        CUDA_CHECK(cudaEventRecord(sync->copied[s], t->copy_stream));
+        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, sync->copied[s], 0));
         trainer_step(t, i, d_batch, t->compute_stream);
-        CUDA_CHECK(cudaEventRecord(e->stepped[s], t->compute_stream));
-        int slot = (int)(i % e->ring);
+        CUDA_CHECK(cudaEventRecord(sync->stepped[s], t->compute_stream));
+        int slot = (int)(i % sync->ring);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
                                    t->compute_stream));
-        CUDA_CHECK(cudaEventRecord(e->loss_ready[slot], t->compute_stream));
+        CUDA_CHECK(cudaEventRecord(sync->loss_ready[slot], t->compute_stream));
         // TODO(08-interval): at the end of every interval, and after the last batch, wait
-        // once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), unless no
+        // once (HOST_SYNC) for the loss of batch i - sync->lag (batch i after the last), unless no
         // loss up to it is new (an interval of 1 at batch 0), then take every loss not yet taken up
         // to it, each only once its own event says it landed
     }
@@ -77,24 +77,25 @@ static int train_loop(trainer *t, void *ctx)
 
 // ----------------------------------------------------------------------------
 
-static void create_events(interval_sync *e)
+static void create_events(interval_sync *sync)
 {
     for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&e->copied[s], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&e->stepped[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&sync->copied[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&sync->stepped[s], cudaEventDisableTiming));
     }
-    e->loss_ready = (cudaEvent_t *)host_calloc((size_t)e->ring, sizeof(cudaEvent_t), "the loss ring's events");
-    for (int k = 0; k < e->ring; k++) CUDA_CHECK(cudaEventCreateWithFlags(&e->loss_ready[k], cudaEventDisableTiming));
+    sync->loss_ready = (cudaEvent_t *)host_calloc((size_t)sync->ring, sizeof(cudaEvent_t), "the loss ring's events");
+    for (int k = 0; k < sync->ring; k++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&sync->loss_ready[k], cudaEventDisableTiming));
 }
 
-static void destroy_events(interval_sync *e)
+static void destroy_events(interval_sync *sync)
 {
     for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventDestroy(e->copied[s]));
-        CUDA_CHECK(cudaEventDestroy(e->stepped[s]));
+        CUDA_CHECK(cudaEventDestroy(sync->copied[s]));
+        CUDA_CHECK(cudaEventDestroy(sync->stepped[s]));
     }
-    for (int k = 0; k < e->ring; k++) CUDA_CHECK(cudaEventDestroy(e->loss_ready[k]));
-    free(e->loss_ready);
+    for (int k = 0; k < sync->ring; k++) CUDA_CHECK(cudaEventDestroy(sync->loss_ready[k]));
+    free(sync->loss_ready);
 }
 
 int main(int argc, char **argv)

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 2617629885)
+// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 1063639310)
 // Fill in its 1 TODO.
 // resume.cu (lesson 14): where a run starts. Before the GPU is touched, the newest complete
 // checkpoint under --checkpoint-dir (a torn or corrupt one is said and passed over for the one
@@ -13,52 +13,52 @@
 
 static void say_skipped(void *ctx, long long batch, const char *why)
 {
-    const fault_tolerance *f = (const fault_tolerance *)ctx;
-    if (f->dist->rank == 0)
-        fprintf(stderr, "%s: checkpoint of batch %lld passed over: %s\n", f->dist->name, batch, why);
+    const fault_tolerance *ft = (const fault_tolerance *)ctx;
+    if (ft->dist->rank == 0)
+        fprintf(stderr, "%s: checkpoint of batch %lld passed over: %s\n", ft->dist->name, batch, why);
 }
 
-long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed, int batches)
+long long find_checkpoint(const fault_tolerance *ft, const mlp_shape *s, int seed, int batches)
 {
-    if (!f->ckpt_root || !f->ckpt_root[0]) return -1;
+    if (!ft->ckpt.root) return -1;
     ckpt_manifest m;
-    long long batch = ckpt_latest(f->ckpt_root, &m, say_skipped, (void *)f);
+    long long batch = ckpt_latest(ft->ckpt.root, &m, say_skipped, (void *)ft);
     if (batch < 0) return -1;
-    const char *name = f->dist->name;
-    if (m.world != f->dist->world)
+    const char *name = ft->dist->name;
+    if (m.world != ft->dist->world)
         usage_error(name,
                     "--checkpoint-dir %s: its checkpoint of batch %lld holds %d ranks, this run has %d (a "
                     "checkpoint of another run)",
-                    f->ckpt_root, batch, m.world, f->dist->world);
-    if (strcmp(m.shape, f->shape) != 0 || m.params != (long long)s->nparams)
+                    ft->ckpt.root, batch, m.world, ft->dist->world);
+    if (strcmp(m.shape, ft->ckpt.shape) != 0 || m.params != (long long)s->nparams)
         usage_error(name,
                     "--checkpoint-dir %s: its checkpoint of batch %lld holds a model of shape %s, this run's is "
                     "%s (a checkpoint of another run)",
-                    f->ckpt_root, batch, m.shape, f->shape);
+                    ft->ckpt.root, batch, m.shape, ft->ckpt.shape);
     if (m.seed != seed)
         usage_error(name,
                     "--checkpoint-dir %s: its checkpoint of batch %lld was trained with --seed %d, this run has "
                     "--seed %d (a checkpoint of another run)",
-                    f->ckpt_root, batch, m.seed, seed);
+                    ft->ckpt.root, batch, m.seed, seed);
     if (batch + 1 >= batches)  // its losses would not fit this run's, and nothing would be left to train
         usage_error(name,
                     "--checkpoint-dir %s: its checkpoint of batch %lld lies at or past this run's last batch "
                     "(--batches %d: a checkpoint of another run)",
-                    f->ckpt_root, batch, batches);
+                    ft->ckpt.root, batch, batches);
     return batch;
 }
 
 // This rank's state from checkpoint `batch` (found complete by find_checkpoint): the weights
 // on the GPU, the losses taken so far; returns the first batch to train.
-long restore(trainer *t, fault_tolerance *f, long long batch)
+long restore(trainer *t, fault_tolerance *ft, long long batch)
 {
     char path[1300], why[1500];
     ckpt_header h;
     float *params = NULL;
     double *losses = NULL;
-    ckpt_rank_file(f->ckpt_root, batch, f->dist->rank, path, sizeof path);
+    ckpt_rank_file(ft->ckpt.root, batch, ft->dist->rank, path, sizeof path);
     if (ckpt_read_rank(path, &h, &params, &losses, why, sizeof why) != 0)
-        dist_fail(f->dist, "cannot resume: %s", why);  // checked a moment ago: the file changed since
+        dist_fail(ft->dist, "cannot resume: %s", why);  // checked a moment ago: the file changed since
     long start = 0;
     // TODO(14-resume): put the checkpoint's weights (params, h.params floats) into
     // t->model.d_params (cudaMemcpy), its losses (losses[k] for k < h.losses) into
@@ -67,6 +67,6 @@ long restore(trainer *t, fault_tolerance *f, long long batch)
     (void)t;
     free(params);
     free(losses);
-    f->resume_from = start > 0 ? batch : -1;
+    ft->ckpt.resume_from = start > 0 ? batch : -1;
     return start;
 }

@@ -30,17 +30,17 @@ typedef struct {
 } event_sync;
 
 // `wait_flags` is 0 (the host spins while it waits) or cudaEventBlockingSync (it sleeps).
-static void create_events(event_sync *e, unsigned wait_flags)
+static void create_events(event_sync *sync, unsigned wait_flags)
 {
     // events used only for ordering and waiting need no timestamps
-    CUDA_CHECK(cudaEventCreateWithFlags(&e->copied, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&e->stepped, cudaEventDisableTiming | wait_flags));
+    CUDA_CHECK(cudaEventCreateWithFlags(&sync->copied, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&sync->stepped, cudaEventDisableTiming | wait_flags));
 }
 
-static void destroy_events(event_sync *e)
+static void destroy_events(event_sync *sync)
 {
-    CUDA_CHECK(cudaEventDestroy(e->copied));
-    CUDA_CHECK(cudaEventDestroy(e->stepped));
+    CUDA_CHECK(cudaEventDestroy(sync->copied));
+    CUDA_CHECK(cudaEventDestroy(sync->stepped));
 }
 
 // ----------------------------------------------------------------------------
@@ -48,26 +48,26 @@ static void destroy_events(event_sync *e)
 
 static int train_loop(trainer *t, void *ctx)
 {
-    event_sync *e = (event_sync *)ctx;
+    event_sync *sync = (event_sync *)ctx;
     float *h_batch = t->h_batch[0], *d_batch = t->d_batch[0];
     for (long i = 0; i < t->opt.batches; i++) {
         trainer_prepare(t, i, h_batch);  // the host's work: generate, augment, normalise
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
         // BEGIN SOLUTION(07-copy-event): order the step after the copy on the device, not on the
-        // host: mark the copy's end with e->copied, and find the call that makes another stream
+        // host: mark the copy's end with sync->copied, and find the call that makes another stream
         // wait for an event
-        CUDA_CHECK(cudaEventRecord(e->copied, t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, e->copied, 0));
+        CUDA_CHECK(cudaEventRecord(sync->copied, t->copy_stream));
+        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, sync->copied, 0));
         // END SOLUTION
         trainer_step(t, i, d_batch, t->compute_stream);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[i % t->loss_slots], trainer_loss_slot(t, i), sizeof(float),
                                    cudaMemcpyDeviceToHost, t->compute_stream));
         // BEGIN SOLUTION(07-step-event): where 06 synchronised the compute stream, record
-        // e->stepped after the loss copy and wait for that event instead (inside HOST_SYNC, as in
+        // sync->stepped after the loss copy and wait for that event instead (inside HOST_SYNC, as in
         // 06)
-        CUDA_CHECK(cudaEventRecord(e->stepped, t->compute_stream));
-        HOST_SYNC(t, cudaEventSynchronize(e->stepped));
+        CUDA_CHECK(cudaEventRecord(sync->stepped, t->compute_stream));
+        HOST_SYNC(t, cudaEventSynchronize(sync->stepped));
         // END SOLUTION
         if ((i + 1) % LOSS_READ_INTERVAL == 0 || i == t->opt.batches - 1)
             for (long k = i - i % LOSS_READ_INTERVAL; k <= i; k++) trainer_take_loss(t, k);

@@ -44,7 +44,7 @@ typedef struct {
 
 static int train_loop(trainer *t, void *ctx)
 {
-    interval_sync *e = (interval_sync *)ctx;
+    interval_sync *sync = (interval_sync *)ctx;
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
         int s = (int)(i % SLOTS);
@@ -52,34 +52,34 @@ static int train_loop(trainer *t, void *ctx)
         // BEGIN SOLUTION(08-host-slot): host slot s still feeds the copy of batch i-2: if that copy
         // has not left it yet (event_pending), wait for its event, counted as a slot wait
         // (SLOT_WAIT)
-        if (i >= SLOTS && event_pending(e->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(e->copied[s]));
+        if (i >= SLOTS && event_pending(sync->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(sync->copied[s]));
         // END SOLUTION
         trainer_prepare(t, i, h_batch);  // runs while the GPU trains on batch i-1
         // BEGIN SOLUTION(08-device-slot): device slot s is still read by the step of batch i-2:
         // make the copy stream (not the host) wait for it
-        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, e->stepped[s], 0));
+        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, sync->stepped[s], 0));
         // END SOLUTION
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        CUDA_CHECK(cudaEventRecord(e->copied[s], t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, e->copied[s], 0));
+        CUDA_CHECK(cudaEventRecord(sync->copied[s], t->copy_stream));
+        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, sync->copied[s], 0));
         trainer_step(t, i, d_batch, t->compute_stream);
-        CUDA_CHECK(cudaEventRecord(e->stepped[s], t->compute_stream));
-        int slot = (int)(i % e->ring);
+        CUDA_CHECK(cudaEventRecord(sync->stepped[s], t->compute_stream));
+        int slot = (int)(i % sync->ring);
         CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[slot], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost,
                                    t->compute_stream));
-        CUDA_CHECK(cudaEventRecord(e->loss_ready[slot], t->compute_stream));
+        CUDA_CHECK(cudaEventRecord(sync->loss_ready[slot], t->compute_stream));
         // BEGIN SOLUTION(08-interval): at the end of every interval, and after the last batch, wait
-        // once (HOST_SYNC) for the loss of batch i - e->lag (batch i after the last), unless no
+        // once (HOST_SYNC) for the loss of batch i - sync->lag (batch i after the last), unless no
         // loss up to it is new (an interval of 1 at batch 0), then take every loss not yet taken up
         // to it, each only once its own event says it landed
         int last = i == t->opt.batches - 1;
-        long upto = last ? i : i - e->lag;
-        if (((i + 1) % e->sync_interval == 0 || last) && upto >= next_loss) {
+        long upto = last ? i : i - sync->lag;
+        if (((i + 1) % sync->sync_interval == 0 || last) && upto >= next_loss) {
             // on the compute stream that loss's copy comes after every earlier step and copy: one wait covers them
-            HOST_SYNC(t, cudaEventSynchronize(e->loss_ready[upto % e->ring]));
+            HOST_SYNC(t, cudaEventSynchronize(sync->loss_ready[upto % sync->ring]));
             for (; next_loss <= upto; next_loss++) {
-                cudaEvent_t landed = e->loss_ready[next_loss % e->ring];
+                cudaEvent_t landed = sync->loss_ready[next_loss % sync->ring];
                 if (event_pending(landed)) SLOT_WAIT(t, cudaEventSynchronize(landed));  // done already: no wait
                 trainer_take_loss(t, next_loss);
             }
@@ -91,24 +91,25 @@ static int train_loop(trainer *t, void *ctx)
 
 // ----------------------------------------------------------------------------
 
-static void create_events(interval_sync *e)
+static void create_events(interval_sync *sync)
 {
     for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&e->copied[s], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&e->stepped[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&sync->copied[s], cudaEventDisableTiming));
+        CUDA_CHECK(cudaEventCreateWithFlags(&sync->stepped[s], cudaEventDisableTiming));
     }
-    e->loss_ready = (cudaEvent_t *)host_calloc((size_t)e->ring, sizeof(cudaEvent_t), "the loss ring's events");
-    for (int k = 0; k < e->ring; k++) CUDA_CHECK(cudaEventCreateWithFlags(&e->loss_ready[k], cudaEventDisableTiming));
+    sync->loss_ready = (cudaEvent_t *)host_calloc((size_t)sync->ring, sizeof(cudaEvent_t), "the loss ring's events");
+    for (int k = 0; k < sync->ring; k++)
+        CUDA_CHECK(cudaEventCreateWithFlags(&sync->loss_ready[k], cudaEventDisableTiming));
 }
 
-static void destroy_events(interval_sync *e)
+static void destroy_events(interval_sync *sync)
 {
     for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventDestroy(e->copied[s]));
-        CUDA_CHECK(cudaEventDestroy(e->stepped[s]));
+        CUDA_CHECK(cudaEventDestroy(sync->copied[s]));
+        CUDA_CHECK(cudaEventDestroy(sync->stepped[s]));
     }
-    for (int k = 0; k < e->ring; k++) CUDA_CHECK(cudaEventDestroy(e->loss_ready[k]));
-    free(e->loss_ready);
+    for (int k = 0; k < sync->ring; k++) CUDA_CHECK(cudaEventDestroy(sync->loss_ready[k]));
+    free(sync->loss_ready);
 }
 
 int main(int argc, char **argv)

@@ -32,15 +32,15 @@ static int sync_folder(const char *path)
 
 // Writes `size` bytes, with the faults of --fault: the rank dies half way (torn), or the write
 // fails half way with ENOSPC (a full disk). Returns what fwrite returns.
-static size_t write_bytes(fault_tolerance *f, FILE *out, const void *data, size_t size, long batch)
+static size_t write_bytes(fault_tolerance *ft, FILE *out, const void *data, size_t size, long batch)
 {
-    int torn = fault_now(f, FAULT_TORN, batch), full = fault_now(f, FAULT_DISK_FULL, batch);
+    int torn = fault_now(ft, FAULT_TORN, batch), full = fault_now(ft, FAULT_DISK_FULL, batch);
     if (!torn && !full) return fwrite(data, 1, size, out);
     size_t half = fwrite(data, 1, size / 2, out);
     fflush(out);
     if (torn) {
         fprintf(stderr, "%s: killed half way through its checkpoint of batch %ld as asked (--fault torn)\n",
-                f->dist->name, batch);
+                ft->dist->name, batch);
         fflush(stderr);
         raise(SIGKILL);
     }
@@ -50,7 +50,7 @@ static size_t write_bytes(fault_tolerance *f, FILE *out, const void *data, size_
 
 // Writes `data` to `path` so that a crash at any instant leaves either the old file (or none)
 // or the whole new one, never a part. 0, or -1 with errno set and no file left behind.
-int write_atomically(fault_tolerance *f, const char *path, const void *data, size_t size, long batch)
+int write_atomically(fault_tolerance *ft, const char *path, const void *data, size_t size, long batch)
 {
     char tmp[1400];
     if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp) {
@@ -62,7 +62,7 @@ int write_atomically(fault_tolerance *f, const char *path, const void *data, siz
     // the temporary file, keep errno, return -1; then rename it to `path` and sync_folder(path)
     FILE *out = fopen(tmp, "wb");
     if (!out) return -1;
-    int bad = write_bytes(f, out, data, size, batch) != size;
+    int bad = write_bytes(ft, out, data, size, batch) != size;
     bad = bad || fflush(out) != 0 || fsync(fileno(out)) != 0;
     int saved = errno;
     bad = fclose(out) != 0 || bad;
@@ -73,7 +73,7 @@ int write_atomically(fault_tolerance *f, const char *path, const void *data, siz
         return -1;
     }
     return sync_folder(path);
-    //| (void)f, (void)path, (void)data, (void)size, (void)batch, (void)tmp, (void)write_bytes, (void)sync_folder;
+    //| (void)ft, (void)path, (void)data, (void)size, (void)batch, (void)tmp, (void)write_bytes, (void)sync_folder;
     //| return -1;
     // END SOLUTION
 }
@@ -97,18 +97,18 @@ static void remove_checkpoint(const char *root, long long batch)
 
 // Keeps the newest CKPT_KEEP complete checkpoints (this one among them); removes the rest,
 // incomplete ones older than this one included.
-static void prune(const fault_tolerance *f, long long batch)
+static void prune(const fault_tolerance *ft, long long batch)
 {
     long long batches[1024];
-    int n = ckpt_list(f->ckpt_root, batches, 1024), kept = 0;
+    int n = ckpt_list(ft->ckpt.root, batches, 1024), kept = 0;
     for (int k = 0; k < n; k++) {
         if (batches[k] > batch) continue;  // newer: an earlier attempt's, left alone
         ckpt_manifest m;
         char why[1400];
-        if (kept < CKPT_KEEP && ckpt_check(f->ckpt_root, batches[k], &m, why, sizeof why) == 0)
+        if (kept < CKPT_KEEP && ckpt_check(ft->ckpt.root, batches[k], &m, why, sizeof why) == 0)
             kept++;
         else
-            remove_checkpoint(f->ckpt_root, batches[k]);
+            remove_checkpoint(ft->ckpt.root, batches[k]);
     }
 }
 
@@ -121,20 +121,20 @@ typedef struct {
 
 // The state after batch `batch`: the weights copied back once the step is done, the losses
 // taken up to it, this rank's file, then (rank 0) the manifest.
-void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss)
+void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_loss)
 {
-    dist_env *d = f->dist;
+    dist_env *d = ft->dist;
     double t0 = host_now_ms();
     mlp_model *m = &t->model;
     // behind batch `batch`'s update and its loss's copy on the compute stream
-    CUDA_CHECK(cudaMemcpyAsync(f->h_params, m->d_params, sizeof(float) * m->shape.nparams, cudaMemcpyDeviceToHost,
+    CUDA_CHECK(cudaMemcpyAsync(ft->ckpt.h_params, m->d_params, sizeof(float) * m->shape.nparams, cudaMemcpyDeviceToHost,
                                t->compute_stream));
-    CUDA_CHECK(cudaEventRecord(f->params_copied, t->compute_stream));
-    HOST_SYNC(t, dist_event_wait(d, f->params_copied));
+    CUDA_CHECK(cudaEventRecord(ft->ckpt.params_copied, t->compute_stream));
+    HOST_SYNC(t, dist_event_wait(d, ft->ckpt.params_copied));
     for (; *next_loss <= batch; (*next_loss)++) trainer_take_loss(t, *next_loss);  // every copy has landed
 
     char folder[1200], path[1300];
-    ckpt_folder(f->ckpt_root, batch, folder, sizeof folder);
+    ckpt_folder(ft->ckpt.root, batch, folder, sizeof folder);
     if (mkdir(folder, 0755) != 0 && errno != EEXIST) dist_fail(d, "cannot make %s: %s", folder, strerror(errno));
     ckpt_header h;
     memset(&h, 0, sizeof h);
@@ -143,20 +143,20 @@ void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss
     h.batch = batch;
     h.params = (long long)m->shape.nparams;
     h.losses = batch + 1;
-    snprintf(h.shape, sizeof h.shape, "%s", f->shape);
+    snprintf(h.shape, sizeof h.shape, "%s", ft->ckpt.shape);
     h.seed = t->opt.seed;
     size_t size = 0;
     uint64_t sum = 0;
-    unsigned char *bytes = ckpt_encode(&h, f->h_params, t->run.losses, &size, &sum);
+    unsigned char *bytes = ckpt_encode(&h, ft->ckpt.h_params, t->run.losses, &size, &sum);
     if (!bytes) dist_fail(d, "out of memory for the checkpoint of batch %ld", batch);
-    ckpt_rank_file(f->ckpt_root, batch, d->rank, path, sizeof path);
+    ckpt_rank_file(ft->ckpt.root, batch, d->rank, path, sizeof path);
     rank_file mine = {(long long)size, sum, 1, 0};
-    if (write_atomically(f, path, bytes, size, batch) != 0) mine.ok = 0, mine.err = errno;
+    if (write_atomically(ft, path, bytes, size, batch) != 0) mine.ok = 0, mine.err = errno;
     free(bytes);
 
     // one small collective: every rank's file is there (or why not) before the manifest is
     rank_file *all = (rank_file *)host_calloc((size_t)d->world, sizeof(rank_file), "the checkpoint");
-    recorder_allgather(&f->rec, d, batch, &mine, all, sizeof mine, f->comm_stream, "comm");
+    recorder_allgather(&ft->rec, d, batch, &mine, all, sizeof mine, ft->dp.comm_stream, "comm");
     for (int r = 0; r < d->world; r++)
         if (!all[r].ok)
             dist_fail(d,
@@ -168,7 +168,7 @@ void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss
         memset(&man, 0, sizeof man);
         man.batch = batch;
         man.world = d->world;
-        snprintf(man.shape, sizeof man.shape, "%s", f->shape);
+        snprintf(man.shape, sizeof man.shape, "%s", ft->ckpt.shape);
         man.params = h.params;
         man.seed = h.seed;
         for (int r = 0; r < d->world; r++) {
@@ -177,13 +177,13 @@ void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss
         }
         char text[CKPT_MAX_RANKS * 64 + 512];
         ckpt_manifest_text(&man, text, sizeof text);
-        ckpt_manifest_file(f->ckpt_root, batch, path, sizeof path);
-        if (write_atomically(f, path, text, strlen(text), -1) != 0)
+        ckpt_manifest_file(ft->ckpt.root, batch, path, sizeof path);
+        if (write_atomically(ft, path, text, strlen(text), -1) != 0)
             dist_fail(d, "cannot write %s: %s; the last complete checkpoint stays where it was", path, strerror(errno));
-        prune(f, batch);
+        prune(ft, batch);
     }
     free(all);
-    f->checkpoints++;
-    f->ckpt_ms += host_now_ms() - t0;
-    f->ckpt_bytes = size;
+    ft->ckpt.written++;
+    ft->ckpt.ms += host_now_ms() - t0;
+    ft->ckpt.bytes = size;
 }

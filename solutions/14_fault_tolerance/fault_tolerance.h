@@ -1,8 +1,8 @@
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
 // and loop, every NCCL call recorded, the faults injected, the fingerprint check;
-// checkpoint.cu: the atomic checkpoint; resume.cu: where a restart starts; main.cu: setup,
-// options, the report, main.
+// checkpoint.cu: the atomic checkpoint; resume.cu: where a restart starts; report.cu: the
+// checks across ranks and the report; main.cu: setup, options, main.
 #ifndef FAULT_TOLERANCE_H
 #define FAULT_TOLERANCE_H
 
@@ -52,9 +52,26 @@ typedef enum {
     FAULT_DISK_FULL,  // the rank's checkpoint write fails half way: no space left on the device
 } fault_kind;         // --fault's words, in this order
 
+// --fault, --fault-rank, --fault-at-batch, and the launch attempt they need: what strikes, where, when.
 typedef struct {
-    int kind, rank, at_batch;
+    int kind;      // a fault_kind
+    int rank;      // -1: none
+    int at_batch;  // -1: none
+    int attempt;   // LAUNCH_ATTEMPT: 0 the first run, 1 the first restart, ...
 } fault_plan;
+
+// What the command line says: the training options (of the whole batch), lesson 12's bucket
+// size, the rendezvous, and lesson 14's own.
+typedef struct {
+    train_options train;
+    double bucket_mib;      // --bucket-mib
+    dist_options dist;      // --rendezvous, --timeout-s
+    const char *ckpt_root;  // --checkpoint-dir: NULL when none (an empty one is none too)
+    int ckpt_every;         // --checkpoint-every
+    int fingerprint_every;  // --fingerprint-every: 0 never
+    int ring_slots;         // --ring-slots
+    fault_plan fault;       // --fault, --fault-rank, --fault-at-batch
+} options;
 
 // Bucket b holds layers first_layer[b] to last_layer[b]: floats [first[b], first[b] + floats[b])
 // of the gradients. Bucket 0 is the last layer's (lesson 12).
@@ -63,6 +80,20 @@ typedef struct {
     int first_layer[MAX_BUCKETS], last_layer[MAX_BUCKETS];
     size_t first[MAX_BUCKETS], floats[MAX_BUCKETS];
 } bucket_plan;
+
+// Lesson 12's data-parallel step: its streams, buffers and events.
+typedef struct {
+    dist_env *dist;
+    bucket_plan plan;
+    cudaStream_t comm_stream;
+    float *d_sum;                                                // the gradients summed over the ranks
+    mlp_model averaged;                                          // the update's view: gradients d_sum, rate lr / ranks
+    cudaEvent_t copied[SLOTS], stepped[SLOTS];                   // lesson 08's
+    loss_ring losses;                                            // lesson 08's loss ring, its waits polled
+    cudaEvent_t grads_ready[MAX_BUCKETS], reduced[MAX_BUCKETS];  // lesson 12's
+    cudaEvent_t losses_averaged;
+    float *h_losses, *d_losses;  // the run's losses, on their way through the all-reduce
+} data_parallel;
 
 // Every communication call of this rank, the last `slots` of them kept: what it was, and an
 // event recorded behind it on its stream, asked when the ring is written whether it has fired.
@@ -78,33 +109,37 @@ typedef struct {
     int written;            // the ring was written (the stop hook, or the end of the run)
 } flight_recorder;
 
+// The checkpoints this run reads and writes (checkpoint.cu, resume.cu).
+typedef struct {
+    const char *root;           // --checkpoint-dir: NULL, no checkpoints
+    int every;                  // --checkpoint-every
+    char shape[128];            // "64,256,256,8": the model every checkpoint must hold
+    long long resume_from;      // the checkpoint this run started from (-1: none)
+    long start;                 // the first batch this run trains
+    long written;               // checkpoints written by this run
+    double ms;                  // their time, all together (host, every rank's own)
+    size_t bytes;               // one rank's file
+    float *h_params;            // pinned: the weights on their way to a checkpoint
+    cudaEvent_t params_copied;  // the weights have landed in h_params
+} checkpointing;
+
+// Lesson 14's state: lesson 12's step, and what this lesson adds to it.
 typedef struct {
     dist_env *dist;
-    bucket_plan plan;
-    cudaStream_t comm_stream;
-    float *d_sum;                               // the gradients summed over the ranks
-    mlp_model averaged;                         // the model as the update sees it: gradients d_sum, rate lr / ranks
-    cudaEvent_t copied[SLOTS], stepped[SLOTS];  // lesson 08's
-    loss_ring losses;                           // lesson 08's loss ring, its waits polled (dist_event_wait)
-    cudaEvent_t grads_ready[MAX_BUCKETS], reduced[MAX_BUCKETS];  // lesson 12's
-    cudaEvent_t params_copied;                                   // the weights have landed in h_params (a checkpoint)
-    cudaEvent_t losses_averaged;
-    float *h_losses, *d_losses;  // the run's losses, on their way through the all-reduce
-    float *h_params;             // pinned: the weights on their way to a checkpoint
+    data_parallel dp;
     flight_recorder rec;
     fault_plan fault;
-    int attempt;            // LAUNCH_ATTEMPT: 0 the first run, 1 the first restart, ...
+    checkpointing ckpt;
     int fingerprint_every;  // --fingerprint-every: 0 never
     long fingerprint_checks;
-    const char *ckpt_root;  // --checkpoint-dir ("" or NULL: no checkpoints)
-    int ckpt_every;         // --checkpoint-every
-    long long resume_from;  // the checkpoint this run started from (-1: none)
-    long start;             // the first batch this run trains
-    long checkpoints;       // written by this run
-    double ckpt_ms;         // their time, all together (host, every rank's own)
-    size_t ckpt_bytes;      // one rank's file
-    char shape[128];        // "64,256,256,8"
 } fault_tolerance;
+
+// 1 when fault `kind` fires now: this rank, this batch, the launch's first attempt.
+static inline int fault_now(const fault_tolerance *ft, int kind, long batch)
+{
+    const fault_plan *p = &ft->fault;
+    return p->kind == kind && ft->dist->rank == p->rank && batch == p->at_batch && p->attempt == 0;
+}
 
 // recorder.cu
 void recorder_init(flight_recorder *r, dist_env *d, int slots);
@@ -118,15 +153,17 @@ void recorder_stop_hook(void *ctx);  // dist_env's on_stop: the ring is written 
 
 // train.cu
 void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p);
-int train_loop(trainer *t, fault_tolerance *f);
-int fault_now(const fault_tolerance *f, int kind, long batch);
+int train_loop(trainer *t, fault_tolerance *ft);
 
 // checkpoint.cu
-int write_atomically(fault_tolerance *f, const char *path, const void *data, size_t size, long batch);
-void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss);
+int write_atomically(fault_tolerance *ft, const char *path, const void *data, size_t size, long batch);
+void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_loss);
 
 // resume.cu
-long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed, int batches);
-long restore(trainer *t, fault_tolerance *f, long long batch);
+long long find_checkpoint(const fault_tolerance *ft, const mlp_shape *s, int seed, int batches);
+long restore(trainer *t, fault_tolerance *ft, long long batch);
+
+// report.cu
+int report(trainer *t, fault_tolerance *ft, double loop_ms, FILE *out);
 
 #endif

@@ -32,22 +32,16 @@ void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p)
     }
 }
 
-// 1 when fault `kind` fires now: this rank, this batch, the launch's first attempt.
-int fault_now(const fault_tolerance *f, int kind, long batch)
-{
-    return f->fault.kind == kind && f->dist->rank == f->fault.rank && batch == f->fault.at_batch && f->attempt == 0;
-}
-
 // ----------------------------------------------------------------------------
 // the step
 
 // This rank's samples of batch i (lesson 12).
-static void prepare_shard(trainer *t, const fault_tolerance *f, long i, float *h_batch)
+static void prepare_shard(trainer *t, const fault_tolerance *ft, long i, float *h_batch)
 {
     int shard = t->opt.batch;
     trace_range r = trace_begin(TL_RANGE_PREP, "prep", (int)i);
     double t0 = host_now_ms();
-    dataset_prepare_shard(&t->data, i, f->dist->rank * shard, shard, h_batch);
+    dataset_prepare_shard(&t->data, i, ft->dist->rank * shard, shard, h_batch);
     double ms = host_now_ms() - t0;
     trace_end(&r);
     t->run.prep_ms += ms;
@@ -62,25 +56,26 @@ static void CUDART_CB hold_until_killed(void *unused)
 }
 
 // Bucket b's all-reduce on the communication stream after its gradients, recorded.
-static void issue_bucket(trainer *t, fault_tolerance *f, long i, int b)
+static void issue_bucket(trainer *t, fault_tolerance *ft, long i, int b)
 {
-    if (fault_now(f, FAULT_KILL, i)) {
+    if (fault_now(ft, FAULT_KILL, i)) {
         // every earlier call completed here, so every rank issued it; this one is held back on its
         // stream: the others enter it and wait for this rank's part, which never comes
         CUDA_CHECK(cudaDeviceSynchronize());
-        CUDA_CHECK(cudaLaunchHostFunc(f->comm_stream, hold_until_killed, NULL));
+        CUDA_CHECK(cudaLaunchHostFunc(ft->dp.comm_stream, hold_until_killed, NULL));
     }
-    CUDA_CHECK(cudaEventRecord(f->grads_ready[b], t->compute_stream));
-    CUDA_CHECK(cudaStreamWaitEvent(f->comm_stream, f->grads_ready[b], 0));
-    test_delay(t, DELAY_COPY, f->comm_stream);
-    size_t first = f->plan.first[b];
-    NCCL_CHECK(f->dist, ncclAllReduce(t->model.d_grads + first, f->d_sum + first, f->plan.floats[b], ncclFloat, ncclSum,
-                                      f->dist->comm, f->comm_stream));
-    recorder_record(&f->rec, FLIGHT_ALL_REDUCE, i, b, f->plan.floats[b], sizeof(float), -1, f->comm_stream, "comm");
-    CUDA_CHECK(cudaEventRecord(f->reduced[b], f->comm_stream));
-    if (fault_now(f, FAULT_KILL, i)) {
-        fprintf(stderr, "%s: killed inside all-reduce #%lld at batch %ld as asked (--fault kill)\n", f->dist->name,
-                f->rec.collectives - 1, i);
+    CUDA_CHECK(cudaEventRecord(ft->dp.grads_ready[b], t->compute_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(ft->dp.comm_stream, ft->dp.grads_ready[b], 0));
+    test_delay(t, DELAY_COPY, ft->dp.comm_stream);
+    size_t first = ft->dp.plan.first[b];
+    NCCL_CHECK(ft->dist, ncclAllReduce(t->model.d_grads + first, ft->dp.d_sum + first, ft->dp.plan.floats[b], ncclFloat,
+                                       ncclSum, ft->dist->comm, ft->dp.comm_stream));
+    recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, i, b, ft->dp.plan.floats[b], sizeof(float), -1, ft->dp.comm_stream,
+                    "comm");
+    CUDA_CHECK(cudaEventRecord(ft->dp.reduced[b], ft->dp.comm_stream));
+    if (fault_now(ft, FAULT_KILL, i)) {
+        fprintf(stderr, "%s: killed inside all-reduce #%lld at batch %ld as asked (--fault kill)\n", ft->dist->name,
+                ft->rec.collectives - 1, i);
         fflush(stderr);
         raise(SIGKILL);
     }
@@ -88,14 +83,14 @@ static void issue_bucket(trainer *t, fault_tolerance *f, long i, int b)
 
 // The order this rank issues batch i's buckets in: 0, 1, ... (the order of the backward pass),
 // but for the faults. Returns how many.
-static int bucket_order(const fault_tolerance *f, long i, int *order)
+static int bucket_order(const fault_tolerance *ft, long i, int *order)
 {
     int n = 0;
-    for (int b = 0; b < f->plan.count; b++) {
-        if (b == 0 && fault_now(f, FAULT_SKIP, i)) continue;  // one all-reduce skipped
+    for (int b = 0; b < ft->dp.plan.count; b++) {
+        if (b == 0 && fault_now(ft, FAULT_SKIP, i)) continue;  // one all-reduce skipped
         order[n++] = b;
     }
-    if (fault_now(f, FAULT_ORDER, i))
+    if (fault_now(ft, FAULT_ORDER, i))
         for (int k = 0; k < n / 2; k++) {
             int swap = order[k];
             order[k] = order[n - 1 - k];
@@ -106,7 +101,7 @@ static int bucket_order(const fault_tolerance *f, long i, int *order)
 
 // The loss, then every layer's gradients, last layer first; with `overlap`, each bucket's
 // all-reduce issued as soon as the layer that completes it is queued (lesson 12).
-static void backward_pass(trainer *t, fault_tolerance *f, long i, float *d_batch, int overlap)
+static void backward_pass(trainer *t, fault_tolerance *ft, long i, float *d_batch, int overlap)
 {
     mlp_model *m = &t->model;
     cudaStream_t stream = t->compute_stream;
@@ -120,24 +115,24 @@ static void backward_pass(trainer *t, fault_tolerance *f, long i, float *d_batch
         float *swap = delta;
         delta = prev;
         prev = swap;
-        if (overlap && l == f->plan.first_layer[b]) issue_bucket(t, f, i, b++);
+        if (overlap && l == ft->dp.plan.first_layer[b]) issue_bucket(t, ft, i, b++);
     }
 }
 
 // Batch i's step. A rank whose faults change its calls this batch issues them after the
 // backward pass, in the order bucket_order says.
-static void train_step(trainer *t, fault_tolerance *f, long i, float *d_batch)
+static void train_step(trainer *t, fault_tolerance *ft, long i, float *d_batch)
 {
     int order[MAX_BUCKETS];
-    int n = bucket_order(f, i, order);
-    int as_planned = n == f->plan.count && order[0] == 0 && order[n - 1] == n - 1;
+    int n = bucket_order(ft, i, order);
+    int as_planned = n == ft->dp.plan.count && order[0] == 0 && order[n - 1] == n - 1;
     trainer_forward(t, d_batch, t->compute_stream);
-    backward_pass(t, f, i, d_batch, as_planned);
+    backward_pass(t, ft, i, d_batch, as_planned);
     if (!as_planned)
-        for (int k = 0; k < n; k++) issue_bucket(t, f, i, order[k]);
-    for (int b = 0; b < f->plan.count; b++) {
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, f->reduced[b], 0));
-        mlp_update(&f->averaged, f->plan.first[b], f->plan.floats[b], t->compute_stream);
+        for (int k = 0; k < n; k++) issue_bucket(t, ft, i, order[k]);
+    for (int b = 0; b < ft->dp.plan.count; b++) {
+        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ft->dp.reduced[b], 0));
+        mlp_update(&ft->dp.averaged, ft->dp.plan.first[b], ft->dp.plan.floats[b], t->compute_stream);
     }
 }
 
@@ -156,16 +151,16 @@ typedef struct {
 // Every rank's fingerprint through one small all-gather; where they differ, this rank stops
 // with the first divergence in one line (every rank finds the same), before any rank issues a
 // call that could hang.
-static void fingerprint_check(fault_tolerance *f, long i)
+static void fingerprint_check(fault_tolerance *ft, long i)
 {
-    dist_env *d = f->dist;
+    dist_env *d = ft->dist;
     fingerprint mine;
     memset(&mine, 0, sizeof mine);
-    mine.hash = f->rec.hash;
-    mine.calls = f->rec.calls;
-    mine.collectives = f->rec.collectives;
+    mine.hash = ft->rec.hash;
+    mine.calls = ft->rec.calls;
+    mine.collectives = ft->rec.collectives;
     int order[MAX_BUCKETS];
-    mine.n = bucket_order(f, i, order);
+    mine.n = bucket_order(ft, i, order);
     for (int k = 0; k < mine.n; k++) {
         flight_entry *e = &mine.next[k];
         int b = order[k];
@@ -174,15 +169,15 @@ static void fingerprint_check(fault_tolerance *f, long i)
         e->op = FLIGHT_ALL_REDUCE;
         e->batch = i;
         e->part = b;
-        e->count = (long long)f->plan.floats[b];
+        e->count = (long long)ft->dp.plan.floats[b];
         e->bytes = e->count * (long long)sizeof(float);
         e->peer = -1;
         snprintf(e->stream, sizeof e->stream, "comm");
         e->fired = 1;  // not issued yet: nothing to wait for
     }
     fingerprint *all = (fingerprint *)host_calloc((size_t)d->world, sizeof(fingerprint), "the fingerprints");
-    recorder_allgather(&f->rec, d, i, &mine, all, sizeof mine, f->comm_stream, "comm");
-    f->fingerprint_checks++;
+    recorder_allgather(&ft->rec, d, i, &mine, all, sizeof mine, ft->dp.comm_stream, "comm");
+    ft->fingerprint_checks++;
     char line[1024] = "";
     int differ = 0;
     for (int r = 1; r < d->world && !differ; r++)
@@ -217,42 +212,46 @@ static void fingerprint_check(fault_tolerance *f, long i)
 
 // Batch i's loss is the mean of the ranks' shard losses: one all-reduce of the whole run's at
 // its end (the losses of batches before the resume point come from the checkpoint).
-static void average_losses(trainer *t, fault_tolerance *f)
+static void average_losses(trainer *t, fault_tolerance *ft)
 {
     size_t n = (size_t)t->opt.batches;
-    for (size_t i = 0; i < n; i++) f->h_losses[i] = (float)t->run.losses[i];
-    CUDA_CHECK(cudaMemcpyAsync(f->d_losses, f->h_losses, sizeof(float) * n, cudaMemcpyHostToDevice, f->comm_stream));
-    NCCL_CHECK(f->dist, ncclAllReduce(f->d_losses, f->d_losses, n, ncclFloat, ncclSum, f->dist->comm, f->comm_stream));
-    recorder_record(&f->rec, FLIGHT_ALL_REDUCE, t->opt.batches, -1, n, sizeof(float), -1, f->comm_stream, "comm");
-    CUDA_CHECK(cudaMemcpyAsync(f->h_losses, f->d_losses, sizeof(float) * n, cudaMemcpyDeviceToHost, f->comm_stream));
-    CUDA_CHECK(cudaEventRecord(f->losses_averaged, f->comm_stream));
-    HOST_SYNC(t, dist_event_wait(f->dist, f->losses_averaged));
-    for (size_t i = 0; i < n; i++) t->run.losses[i] = f->h_losses[i] / (float)f->dist->world;
+    for (size_t i = 0; i < n; i++) ft->dp.h_losses[i] = (float)t->run.losses[i];
+    CUDA_CHECK(cudaMemcpyAsync(ft->dp.d_losses, ft->dp.h_losses, sizeof(float) * n, cudaMemcpyHostToDevice,
+                               ft->dp.comm_stream));
+    NCCL_CHECK(ft->dist, ncclAllReduce(ft->dp.d_losses, ft->dp.d_losses, n, ncclFloat, ncclSum, ft->dist->comm,
+                                       ft->dp.comm_stream));
+    recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, t->opt.batches, -1, n, sizeof(float), -1, ft->dp.comm_stream, "comm");
+    CUDA_CHECK(cudaMemcpyAsync(ft->dp.h_losses, ft->dp.d_losses, sizeof(float) * n, cudaMemcpyDeviceToHost,
+                               ft->dp.comm_stream));
+    CUDA_CHECK(cudaEventRecord(ft->dp.losses_averaged, ft->dp.comm_stream));
+    HOST_SYNC(t, dist_event_wait(ft->dist, ft->dp.losses_averaged));
+    for (size_t i = 0; i < n; i++) t->run.losses[i] = ft->dp.h_losses[i] / (float)ft->dist->world;
 }
 
-int train_loop(trainer *t, fault_tolerance *f)
+int train_loop(trainer *t, fault_tolerance *ft)
 {
-    long next_loss = f->start;  // the losses before the resume point came with the checkpoint
-    for (long i = f->start; i < t->opt.batches; i++) {
-        if (f->fingerprint_every > 0 && i % f->fingerprint_every == 0) fingerprint_check(f, i);
+    long next_loss = ft->ckpt.start;  // the losses before the resume point came with the checkpoint
+    for (long i = ft->ckpt.start; i < t->opt.batches; i++) {
+        if (ft->fingerprint_every > 0 && i % ft->fingerprint_every == 0) fingerprint_check(ft, i);
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        if (i >= f->start + SLOTS && event_pending(f->copied[s])) SLOT_WAIT(t, dist_event_wait(f->dist, f->copied[s]));
-        prepare_shard(t, f, i, h_batch);
-        if (i >= f->start + SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, f->stepped[s], 0));
+        if (i >= ft->ckpt.start + SLOTS && event_pending(ft->dp.copied[s]))
+            SLOT_WAIT(t, dist_event_wait(ft->dist, ft->dp.copied[s]));
+        prepare_shard(t, ft, i, h_batch);
+        if (i >= ft->ckpt.start + SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, ft->dp.stepped[s], 0));
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        CUDA_CHECK(cudaEventRecord(f->copied[s], t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, f->copied[s], 0));
-        train_step(t, f, i, d_batch);
-        CUDA_CHECK(cudaEventRecord(f->stepped[s], t->compute_stream));
-        loss_ring_queue(&f->losses, t, i, t->compute_stream);
-        loss_ring_interval(&f->losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
+        CUDA_CHECK(cudaEventRecord(ft->dp.copied[s], t->copy_stream));
+        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ft->dp.copied[s], 0));
+        train_step(t, ft, i, d_batch);
+        CUDA_CHECK(cudaEventRecord(ft->dp.stepped[s], t->compute_stream));
+        loss_ring_queue(&ft->dp.losses, t, i, t->compute_stream);
+        loss_ring_interval(&ft->dp.losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
         // with --checkpoint-dir, a checkpoint after every --checkpoint-every batches, none after
         // the last: the run is done
-        int saving = f->ckpt_root && f->ckpt_root[0] && f->ckpt_every > 0;
-        if (saving && (i + 1) % f->ckpt_every == 0 && i + 1 < t->opt.batches) checkpoint_save(t, f, i, &next_loss);
+        if (ft->ckpt.root && (i + 1) % ft->ckpt.every == 0 && i + 1 < t->opt.batches)
+            checkpoint_save(t, ft, i, &next_loss);
     }
-    average_losses(t, f);
+    average_losses(t, ft);
     return 0;
 }
