@@ -58,30 +58,35 @@ static void abort_all(dist_env *d)
     d->comm = NULL;
 }
 
-void dist_abort(dist_env *d, const char *fmt, ...)
+// dist_abort's and dist_fail's stop: this thread claims it, formats why, leaves a note for the
+// others (this rank failed) or not (it stops because of what it saw), says so in one line,
+// aborts every communicator and ends the process. It never returns: the va_list ends with it.
+static _Noreturn void stop_with(dist_env *d, int leave_note, const char *fmt, va_list ap)
 {
     dist_stop_begin(d);
     char message[512];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    dist_say_stop(d, message);
+    if (leave_note) {
+        dist_write_note(d, message);  // first: the others read it
+        fprintf(stderr, "%s: %s\n", d->name, message);
+        fflush(stderr);
+    } else {
+        dist_say_stop(d, message);
+    }
     abort_all(d);
     exit(EXIT_FAILURE);
 }
 
-void dist_fail(dist_env *d, const char *fmt, ...)
+void dist_abort(dist_env *d, const char *fmt, ...)
 {
-    dist_stop_begin(d);
-    char message[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
-    va_end(ap);
-    dist_write_note(d, message);  // first: the others read it
-    fprintf(stderr, "%s: %s\n", d->name, message);
-    fflush(stderr);
-    abort_all(d);
-    exit(EXIT_FAILURE);
+    stop_with(d, 0, fmt, ap);
+}
+
+void dist_fail(dist_env *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    stop_with(d, 1, fmt, ap);
 }

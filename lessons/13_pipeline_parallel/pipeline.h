@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 3872781981)
+// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 1021878223)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // pipeline.h: lesson 13's types, and what its files call in one another (the overview is
 // in main.cu). stages.cu: the stages, the schedules, the activation slots; links.cu: the
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/args.h"     // defines: arg_spec, arg_int, arg_choice, arg_flag, args_parse, usage_error
-#include "common/check.h"    // defines: CUDA_CHECK
+#include "common/check.h"    // defines: CUDA_CHECK, CUBLAS_CHECK
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
                              //          dist_event_wait, NCCL_CHECK, dist_split_ready, dist_close, dist_fail,
                              //          dist_fault_inject, dist_allgather, dist_finish, dist_option_specs,

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 4247392109)
+// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 714357839)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // report.cu (lesson 13): each part alone (what the prediction is made of), the checks
 // across stages, and the report.
@@ -82,6 +82,15 @@ static void per_stage(const stage_report *all, int stages, schedule_kind which, 
                                       : x->update_ms;
         at += (size_t)snprintf(out + at, size - at, f <= PEAK_BYTES ? "%s%.0f" : "%s%.4f", r ? "," : "", v);
     }
+}
+
+// The same list in the JSON, under `key`.
+static void json_per_stage(json_writer *js, const char *key, const stage_report *all, int stages, schedule_kind which,
+                           stage_figure f)
+{
+    char list[512];
+    per_stage(all, stages, which, f, list, sizeof list);
+    json_str(js, key, list);
 }
 
 // What rank 0 makes of every stage's report.
@@ -175,7 +184,7 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
 {
     int p = st->stages;
     const pipeline *pp = runs[0]->pp;
-    char list[512], key[64];
+    char key[64];
     dist_describe_json(d, js);
     json_int(js, "stages", p);
     json_str(js, "stage_layers", g->layers);
@@ -185,18 +194,14 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
     json_str(js, "post_recv", pp->post_recv == POST_RECV_LATE ? "late" : "early");
     json_int(js, "link_ctas", pp->sharing.link_ctas);
     json_int(js, "gemm_sms", pp->sharing.gemm_sms);
-    per_stage(all, p, first, FORWARD_MS, list, sizeof list);
-    json_str(js, "stage_forward_ms", list);
-    per_stage(all, p, first, BACKWARD_MS, list, sizeof list);
-    json_str(js, "stage_backward_ms", list);
-    per_stage(all, p, first, UPDATE_MS, list, sizeof list);
-    json_str(js, "stage_update_ms", list);
-    json_num(js, "forward_ms", g->max_f);
-    json_num(js, "backward_ms", g->max_b);
-    json_num(js, "update_ms", g->max_u);
-    json_num(js, "predicted_step_ms", g->predicted);
-    json_num(js, "ideal_step_ms", g->ideal);
-    json_num(js, "bubble_model", g->bubble);
+    json_per_stage(js, "stage_forward_ms", all, p, first, FORWARD_MS);
+    json_per_stage(js, "stage_backward_ms", all, p, first, BACKWARD_MS);
+    json_per_stage(js, "stage_update_ms", all, p, first, UPDATE_MS);
+    // the model of the step: the slowest stage's parts alone, and what they predict
+    const char *model_keys[6] = {"forward_ms",        "backward_ms",   "update_ms",
+                                 "predicted_step_ms", "ideal_step_ms", "bubble_model"};
+    double model[6] = {g->max_f, g->max_b, g->max_u, g->predicted, g->ideal, g->bubble};
+    for (int k = 0; k < 6; k++) json_num(js, model_keys[k], model[k]);
     for (int k = 0; k < 2; k++) {
         schedule_kind which = runs[k]->kind;
         const char *name = SCHEDULE_NAMES[which];
@@ -210,10 +215,8 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
         json_num(js, KEY("bubble_from_step"), 1 - g->ideal / x->step_ms[k]);
         json_int(js, KEY("peak_slots"), (long long)most);
         json_int(js, KEY("peak_act_bytes"), (long long)most_bytes);
-        per_stage(all, p, which, PEAK_SLOTS, list, sizeof list);
-        json_str(js, KEY("peak_slots_per_stage"), list);
-        per_stage(all, p, which, PEAK_BYTES, list, sizeof list);
-        json_str(js, KEY("peak_act_bytes_per_stage"), list);
+        json_per_stage(js, KEY("peak_slots_per_stage"), all, p, which, PEAK_SLOTS);
+        json_per_stage(js, KEY("peak_act_bytes_per_stage"), all, p, which, PEAK_BYTES);
 #undef KEY
     }
     json_int(js, "act_crossings", g->act);

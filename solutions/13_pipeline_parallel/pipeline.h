@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/args.h"     // defines: arg_spec, arg_int, arg_choice, arg_flag, args_parse, usage_error
-#include "common/check.h"    // defines: CUDA_CHECK
+#include "common/check.h"    // defines: CUDA_CHECK, CUBLAS_CHECK
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
                              //          dist_event_wait, NCCL_CHECK, dist_split_ready, dist_close, dist_fail,
                              //          dist_fault_inject, dist_allgather, dist_finish, dist_option_specs,
