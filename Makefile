@@ -56,7 +56,8 @@ LDLIBS += -Xcompiler -fsanitize=$(SAN)
 endif
 
 LESSONS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
-DIST_C := $(wildcard common/dist_*.c)  # the bootstrap of several ranks needs NCCL: built below
+# The bootstrap of several ranks and lesson 12's data-parallel step need NCCL: built below
+DIST_C := $(wildcard common/dist_*.c common/ddp*.c)
 COMMON_C := $(filter-out $(DIST_C),$(wildcard common/*.c))
 COMMON_CU := $(wildcard common/*.cu)
 COMMON_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_C)) \
@@ -137,19 +138,24 @@ $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $(COMMON_LIB) 
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS) -o $@
 
-# The NCCL lessons also link common/dist_*.c (the bootstrap: ranks, rendezvous, communicator) and NCCL.
+# The NCCL lessons also link common/dist_*.c (the bootstrap: ranks, rendezvous, communicator),
+# common/ddp*.c (lesson 12's data-parallel step) and NCCL. A lesson that stands on an earlier
+# lesson's exercises links the course's own solution of them, in solutions/ (never a student's:
+# a grade never depends on another lesson), as STANDS_ON.LESSON says: 14 calls 12's bucket plan and
+# its buckets' all-reduces.
+STANDS_ON.14_fault_tolerance := solutions/12_data_parallel_overlap/buckets.cu solutions/12_data_parallel_overlap/buckets.h
 ifeq ($(NCCL_MISSING),)
 $(DIST_OBJ): $(BUILD)/common/%.o: common/%.c common/*.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(NCCL_CFLAGS) -c $< -o $@
 
 $(addprefix $(BUILD)/solutions/,$(NCCL_LESSONS)): $(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) \
-        $(DIST_OBJ) $(COMMON_LIB) common/*.h
+        $$(STANDS_ON.$$*) $(DIST_OBJ) $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS) -o $@
 
 $(addprefix $(BUILD)/lessons/,$(NCCL_LESSONS)): $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) \
-        $(DIST_OBJ) $(COMMON_LIB) common/*.h
+        $$(STANDS_ON.$$*) $(DIST_OBJ) $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) \
 	    $(NCCL_LDLIBS) -o $@

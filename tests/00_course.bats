@@ -302,6 +302,23 @@ EXERCISE_KEY_CALLS='
     done <<<"$EXERCISE_KEY_CALLS"
 }
 
+@test "course: a lesson that stands on an earlier one links its solution (the Makefile's STANDS_ON), never a copy of its answers, nor common/" {
+    stands=$(sed -n 's/^STANDS_ON\.\([0-9][0-9]_[a-z_]*\) := \(.*\)$/\1 \2/p' "$ROOT/Makefile")
+    [ -n "$stands" ] || fail "no STANDS_ON in the Makefile"
+    while read -r lesson files; do
+        for f in $files; do
+            [ -f "$ROOT/$f" ] || fail "STANDS_ON.$lesson names $f, which is not there"
+            earlier=$(basename "$(dirname "$f")")
+            while read -r id call; do
+                [ "${id:0:2}" = "${earlier:0:2}" ] || continue
+                found=$(c_code "$ROOT"/common/* "$ROOT/solutions/$lesson"/* "$ROOT/lessons/$lesson"/* | grep -E "$call" |
+                    sed "s|^$ROOT/||") || true
+                [ -z "$found" ] || fail "$id's answer is typed again outside lesson $earlier: $found"
+            done <<<"$EXERCISE_KEY_CALLS"
+        done
+    done <<<"$stands"
+}
+
 # long_functions MAX FILE...: "FILE:LINE: NAME (N lines)" for every function whose body, from its
 # opening brace at column 0 (the course's style) to its closing one, holds more than MAX lines.
 long_functions() {

@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 188448311)
-// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 860422898)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu.
 // 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
 // gradients averaged with NCCL while the backward pass is still running.
 //
@@ -29,7 +29,10 @@
 // The host loop is lesson 08's: two batch slots, a loss ring read every 10 batches.
 //
 // The files: data_parallel.h (types), meet.cu (how the ranks meet), stop.cu (how they stop),
-// buckets.cu, train.cu (the step and the loop), report.cu, and this one (setup, options, main).
+// buckets.cu (the exercises: the plan, each bucket's all-reduce and the wait for it), train.cu
+// (the loop, the reference), report.cu, and this one (setup, options, main). The step itself,
+// the machinery around the exercises, is common/ddp.h's, which lesson 14 stands on too: it calls
+// back into buckets.cu where a bucket's gradients are ready and before a bucket's update.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,65 +41,18 @@
 
 static const char *PROG = "12_data_parallel_overlap";
 
+// The plan (exercise 12-bucket-plan), the hooks through which common/ddp.h's step calls this
+// lesson's other exercises (buckets.cu), then the step's streams, buffers and events, its host
+// waits polled (stop.cu).
 static void setup(trainer *t, data_parallel *dp, double bucket_mib, const sm_sharing *sharing)
 {
-    char why[256];
     plan_buckets(&t->model.shape, (size_t)(bucket_mib * 1048576.0), &dp->plan);
-    if (!plan_is_sound(&t->model.shape, &dp->plan, why, sizeof why)) {
-        fprintf(stderr, "%s: the bucket plan is wrong: %s (exercise 12-bucket-plan)\n", dp->dist->name, why);
-        exit(EXIT_FAILURE);
-    }
-    CUDA_CHECK(cudaStreamCreateWithPriority(&dp->comm_stream, cudaStreamNonBlocking, t->dev.priority_greatest));
-    trace_name_stream(dp->comm_stream, "comm");
+    dp->hooks.issue = issue_bucket;
+    dp->hooks.wait = wait_reduced;
+    ddp_setup(t, dp, wait_polled);  // the plan checked first: a wrong one is said, exit code 1
     // cuBLAS sizes each product's grid for the SMs it is told it has: told fewer, a product
     // beside NCCL's kernels is not cut into a second, almost empty wave (notes/12)
     for (int k = 0; k < 2; k++) CUBLAS_CHECK(cublasSetSmCountTarget(t->model.handle[k], sharing->gemm_sms));
-    dp->d_sum = (float *)device_alloc(sizeof(float) * t->model.shape.nparams);
-    CUDA_CHECK(cudaMemset(dp->d_sum, 0, sizeof(float) * t->model.shape.nparams));
-    // The update applies the mean gradient: lr x (sum / ranks) = (lr / ranks) x sum, the
-    // division folded into the rate. With one rank, lr / 1 is lr: lesson 06's update, bit
-    // for bit. (ncclAvg would divide in NCCL; NCCL 2.28.3 on one rank, out of place, left
-    // the last count % 16 elements of a large average unwritten: notes/12, measured.)
-    dp->averaged = t->model;  // a copy that shares every buffer, but for its gradients and rate
-    dp->averaged.d_grads = dp->d_sum;
-    dp->averaged.lr = t->model.lr / (float)dp->dist->world;
-    dp->h_losses = (float *)pinned_alloc(sizeof(float) * (size_t)t->opt.batches);
-    dp->d_losses = (float *)device_alloc(sizeof(float) * (size_t)t->opt.batches);
-    CUDA_CHECK(cudaMemset(dp->d_losses, 0, sizeof(float) * (size_t)t->opt.batches));  // line_up sums its first float
-    for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&dp->copied[s], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&dp->stepped[s], cudaEventDisableTiming));
-    }
-    loss_ring_create(&dp->losses, t, 0);
-    loss_ring_wait_with(&dp->losses, wait_polled, dp->dist);  // stop.cu: a rank that failed stops this one's waits too
-    for (int b = 0; b < MAX_BUCKETS; b++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&dp->grads_ready[b], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[b], cudaEventDisableTiming));
-    }
-    CUDA_CHECK(cudaEventCreateWithFlags(&dp->ref_done, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&dp->losses_averaged, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&dp->lined_up, cudaEventDisableTiming));
-    CUDA_CHECK(cudaDeviceSynchronize());
-}
-
-static void teardown(data_parallel *dp)
-{
-    for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventDestroy(dp->copied[s]));
-        CUDA_CHECK(cudaEventDestroy(dp->stepped[s]));
-    }
-    loss_ring_destroy(&dp->losses);
-    for (int b = 0; b < MAX_BUCKETS; b++) {
-        CUDA_CHECK(cudaEventDestroy(dp->grads_ready[b]));
-        CUDA_CHECK(cudaEventDestroy(dp->reduced[b]));
-    }
-    CUDA_CHECK(cudaEventDestroy(dp->ref_done));
-    CUDA_CHECK(cudaEventDestroy(dp->losses_averaged));
-    CUDA_CHECK(cudaEventDestroy(dp->lined_up));
-    device_free(dp->d_sum);
-    device_free(dp->d_losses);
-    pinned_free(dp->h_losses);
-    CUDA_CHECK(cudaStreamDestroy(dp->comm_stream));
 }
 
 // What the command line says: the training options (of the whole batch), the lesson's own.
@@ -163,7 +119,7 @@ static int run_and_report(trainer *t, data_parallel *dp, const options *o, FILE 
     part_times parts;
     profile_parts(t, dp, &parts);
     data_parallel none = *dp;  // the same streams, buffers and events; every bucket after the backward pass
-    none.overlap = OVERLAP_NONE;
+    none.overlap = 0;
     train_variant buckets_v = {"buckets", train_loop, dp}, none_v = {"none", train_loop, &none};
     train_variant variants[2] = {o->first == OVERLAP_BUCKETS ? buckets_v : none_v,
                                  o->first == OVERLAP_BUCKETS ? none_v : buckets_v};
@@ -182,7 +138,10 @@ int main(int argc, char **argv)
 {
     dist_env d;
     dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
-    data_parallel dp = {.dist = &d, .overlap = OVERLAP_BUCKETS};
+    data_parallel dp;     // common/ddp.h: the step's state; its hooks are this lesson's exercises
+    memset(&dp, 0, sizeof dp);
+    dp.dist = &d;
+    dp.overlap = 1;  // each bucket's all-reduce under the backward pass (the "buckets" variant)
     options o;
     parse_options(&d, argc, argv, &o, &dp);
     dp.ready_after = (ready_point)o.ready_after;
@@ -201,7 +160,7 @@ int main(int argc, char **argv)
     dp.grads = open_gradient_comm(&d, &o.sharing);
     setup(&t, &dp, o.bucket_mib, &o.sharing);
     int ok = run_and_report(&t, &dp, &o, out);
-    teardown(&dp);
+    ddp_teardown(&dp);
     leave_ranks(&d);  // stop.cu
     if (o.train.check_cpu && d.world > 1 && d.rank == 0) ok = cpu_check_whole_batch(&t, &o.train, out) && ok;
     return harness_finish(&t, ok);

@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 3514458959)
-// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 706213394)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu.
 // report.cu (lesson 12): each part alone (what the figures are made of), the checks across
 // ranks, and the report.
 #include <stdio.h>
@@ -13,28 +13,28 @@
 // The ranks line up on a one-float all-reduce; then `stream` spins for 2 ms, long
 // enough for the host to queue everything that follows: the time measured after the
 // spin is the GPU's work, not the host's issuing (NCCL issues each call from a thread).
-static void line_up(data_parallel *dp, cudaStream_t stream)
+static void line_up(data_parallel *dp, cudaStream_t stream, cudaEvent_t lined_up)
 {
     NCCL_CHECK(dp->dist,
                ncclAllReduce(dp->d_losses, dp->d_losses, 1, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
-    CUDA_CHECK(cudaEventRecord(dp->lined_up, dp->comm_stream));
-    CUDA_CHECK(cudaStreamWaitEvent(stream, dp->lined_up, 0));
+    CUDA_CHECK(cudaEventRecord(lined_up, dp->comm_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(stream, lined_up, 0));
     launch_spin(1, 32, QUEUE_AHEAD_NS, stream);
 }
 
 // The backward pass with every bucket's all-reduce issued as the step issues them: the time of
 // the compute stream alone, against the backward pass with nothing beside it. NCCL's kernels
 // hold SMs while they run (waiting for the other ranks included); the products get the rest.
-static double backward_beside_ms(trainer *t, data_parallel *dp, float *d_batch, cudaEvent_t *ev)
+static double backward_beside_ms(trainer *t, data_parallel *dp, float *d_batch, cudaEvent_t *ev, cudaEvent_t lined_up)
 {
     cudaStream_t s = t->compute_stream, c = dp->comm_stream;
-    line_up(dp, s);
+    line_up(dp, s, lined_up);
     CUDA_CHECK(cudaEventRecord(ev[0], s));
-    backward_pass(t, dp, 0, d_batch, s, 1);
+    ddp_backward(t, dp, 0, d_batch, s, 1);
     CUDA_CHECK(cudaEventRecord(ev[1], s));
     CUDA_CHECK(cudaEventRecord(ev[2], c));
-    CUDA_CHECK(dist_event_wait(dp->dist, ev[1]));
-    CUDA_CHECK(dist_event_wait(dp->dist, ev[2]));
+    CUDA_CHECK(wait_polled(dp->dist, ev[1]));
+    CUDA_CHECK(wait_polled(dp->dist, ev[2]));
     return event_ms(ev[0], ev[1]);
 }
 
@@ -45,28 +45,29 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
     float *d_batch = t->d_batch[0];
     double fwd[PART_REPS], bwd[PART_REPS], upd[PART_REPS], comm[PART_REPS], one[PART_REPS], beside[PART_REPS];
     double *compute_parts[3] = {fwd, bwd, upd};
-    cudaEvent_t ev[4];
+    cudaEvent_t ev[4], lined_up;  // lined_up: every rank has reached line_up's one-float all-reduce
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventCreate(&ev[k]));
-    prepare_shard(t, dp, 0, t->h_batch[0]);
+    CUDA_CHECK(cudaEventCreateWithFlags(&lined_up, cudaEventDisableTiming));
+    ddp_prepare_shard(t, dp, 0, t->h_batch[0]);
     CUDA_CHECK(cudaMemcpyAsync(d_batch, t->h_batch[0], t->batch_bytes, cudaMemcpyHostToDevice, s));
     for (int k = -1; k < PART_REPS; k++) {  // k = -1 is a warm-up: NCCL connects on first use
-        line_up(dp, s);
+        line_up(dp, s, lined_up);
         CUDA_CHECK(cudaEventRecord(ev[0], s));
         mlp_forward(&t->model, batch_features(d_batch), s);
         CUDA_CHECK(cudaEventRecord(ev[1], s));
-        backward_pass(t, dp, 0, d_batch, s, 0);
+        ddp_backward(t, dp, 0, d_batch, s, 0);
         CUDA_CHECK(cudaEventRecord(ev[2], s));
         for (int b = 0; b < plan->count; b++) mlp_update(&dp->averaged, plan->first[b], plan->floats[b], s);
         CUDA_CHECK(cudaEventRecord(ev[3], s));
         CUDA_CHECK(wait_polled(dp->dist, ev[3]));
         if (k >= 0) parts_ms(ev, 4, compute_parts, k);  // forward, backward, update
-        double b = backward_beside_ms(t, dp, d_batch, ev);
+        double b = backward_beside_ms(t, dp, d_batch, ev, lined_up);
         if (k >= 0) beside[k] = b;
-        line_up(dp, c);
+        line_up(dp, c, lined_up);
         CUDA_CHECK(cudaEventRecord(ev[0], c));
         for (int b = 0; b < plan->count; b++) allreduce_gradients(t, dp, plan->first[b], plan->floats[b], c);
         CUDA_CHECK(cudaEventRecord(ev[1], c));
-        line_up(dp, c);
+        line_up(dp, c, lined_up);
         CUDA_CHECK(cudaEventRecord(ev[2], c));
         allreduce_gradients(t, dp, 0, t->model.shape.nparams, c);
         CUDA_CHECK(cudaEventRecord(ev[3], c));
@@ -77,6 +78,7 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
         }
     }
     for (int k = 0; k < 4; k++) CUDA_CHECK(cudaEventDestroy(ev[k]));
+    CUDA_CHECK(cudaEventDestroy(lined_up));
     p->forward_ms = stats_of(fwd, PART_REPS).median;
     p->backward_ms = stats_of(bwd, PART_REPS).median;
     p->update_ms = stats_of(upd, PART_REPS).median;
@@ -94,27 +96,20 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
 int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out)
 {
     dist_env *d = dp->dist;
-    uint64_t mine[3] = {mlp_weights_checksum(&t->model, t->compute_stream),
-                        harness_loss_checksum(t->run.losses, t->opt.batches), (uint64_t)ok};
-    uint64_t *all = (uint64_t *)host_calloc((size_t)d->world * 3, sizeof(uint64_t), "every rank's verdict");
+    ddp_checksums mine = ddp_checksums_of(t, ok);
+    ddp_checksums *all = (ddp_checksums *)host_calloc((size_t)d->world, sizeof mine, "every rank's verdict");
     dist_gather g;
-    dist_gather_begin(d, &g, mine, sizeof mine, t->compute_stream);  // this rank's part in its place on the GPU
+    dist_gather_begin(d, &g, &mine, sizeof mine, t->compute_stream);  // this rank's part in its place on the GPU
     NCCL_CHECK(d, ncclAllGather(g.d_mine, g.d_all, sizeof mine, ncclUint8, d->comm, t->compute_stream));  // in place
     dist_gather_end(d, &g, all, t->compute_stream);  // every rank's part back on the host, the wait polled
-    int same = 1, passed = 1;
-    char sums[1024] = "";
-    size_t n = 0;
-    for (int r = 0; r < d->world; r++) {
-        same = same && all[3 * r] == all[0] && all[3 * r + 1] == all[1];
-        passed = passed && all[3 * r + 2] == 1;
-        if (n < sizeof sums)
-            n += (size_t)snprintf(sums + n, sizeof sums - n, "%s%016llx", r ? "," : "", (unsigned long long)all[3 * r]);
-    }
+    int passed = 1;
+    char sums[1024];
+    int same = ddp_checksums_agree(all, d->world, &passed, sums, sizeof sums);
     if (out) {
         fprintf(out, "ranks: %d; final weights and losses identical on every rank: %s\n", d->world,
                 same ? "yes" : "NO");
         for (int r = 0; r < d->world; r++)
-            if (all[3 * r + 2] != 1) fprintf(out, "  rank %d: its own checks FAILED\n", r);
+            if (all[r].flag != 1) fprintf(out, "  rank %d: its own checks FAILED\n", r);
     }
     if (t->opt.json) {
         json_bool(&t->js, "ranks_identical", same);
@@ -141,7 +136,7 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
     double saved_share = (t_none - t_buckets) / hideable;
     const char *not_perf = d->simulated ? " [simulated nodes: not performance]" : "";
     char plan[128], ctas[24] = "as many as NCCL chooses", gemm[16] = "all";
-    plan_text(&dp->plan, plan, sizeof plan);
+    ddp_plan_text(&dp->plan, plan, sizeof plan);
     if (sharing->comm_ctas > 0) snprintf(ctas, sizeof ctas, "%d", sharing->comm_ctas);
     if (sharing->gemm_sms > 0) snprintf(gemm, sizeof gemm, "%d", sharing->gemm_sms);
     if (out) {

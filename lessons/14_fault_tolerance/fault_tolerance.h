@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 1116223597)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 1746350777)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -18,30 +18,32 @@
 #include "common/ckpt.h"     // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_latest,
                              //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, ckpt_shape_text,
                              //          CKPT_KEEP, CKPT_MAX_RANKS, ckpt_check, ckpt_folder, ckpt_list
+#include "common/ddp.h"      // defines: DDP_MAX_BUCKETS, ddp_average_losses, ddp_checksums_agree, ddp_checksums_of,
+                             //          ddp_prepare_shard, ddp_setup, ddp_step, ddp_teardown
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
                              //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
                              //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_option_specs,
                              //          dist_gather_begin, dist_gather_end
 #include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_diverge,
                              //          FLIGHT_MAX_SLOTS
-#include "common/harness.h"  // defines: harness_finish, harness_loss_checksum, harness_rank_outputs
+#include "common/harness.h"  // defines: harness_finish, harness_rank_outputs
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
-#include "common/memory.h"   // defines: device_alloc, device_free, pinned_alloc, pinned_free, host_calloc
+#include "common/memory.h"   // defines: pinned_alloc, pinned_free, host_calloc
 #include "common/timing.h"   // defines: host_now_ms
-#include "common/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_forward, trainer_loss_slot,
-                             //          trainer_take_loss, test_delay, event_pending, HOST_SYNC, SLOT_WAIT, loss_ring,
-                             //          loss_ring_create, loss_ring_wait_with, loss_ring_queue, loss_ring_interval,
-                             //          mlp_loss, mlp_backward_layer, mlp_update, mlp_weights_checksum, mlp_shape_init,
-                             //          dataset_prepare_shard, fnv1a, FNV1A_START, batch_features, batch_targets,
-                             //          loss_ring_destroy, trace_begin, trace_end, trace_name_stream,
-                             //          train_option_specs, train_options_default
+#include "common/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_take_loss, test_delay,
+                             //          event_pending, HOST_SYNC, SLOT_WAIT, loss_ring_queue, loss_ring_interval,
+                             //          mlp_shape_init, fnv1a, FNV1A_START, trace_begin, trace_end, train_option_specs,
+                             //          train_options_default
+
+// lesson 12's exercises (its own solution, linked: the Makefile's STANDS_ON): the bucket plan, each
+// bucket's all-reduce issued after its gradients, the wait for it before the bucket's update
+#include "solutions/12_data_parallel_overlap/buckets.h"  // defines: plan_buckets, issue_bucket, wait_reduced
 
 #define SHARD 512         // samples per rank and batch, by default (lesson 12)
-#define SLOTS 2           // host and device batch slots (lesson 08)
+#define SLOTS DDP_SLOTS   // host and device batch slots (lesson 08)
 #define SYNC_INTERVAL 10  // batches between two reads of the losses (lesson 08)
 #define LOSS_RING (SYNC_INTERVAL + 1)
-#define MAX_BUCKETS MLP_MAX_LAYERS  // at most one bucket per layer
-#define RING_SLOTS 256              // the flight recorder keeps this many calls, by default
+#define RING_SLOTS 256  // the flight recorder keeps this many calls, by default
 
 // The faults --fault injects, on rank --fault-rank at batch --fault-at-batch, in the first
 // attempt of a launch only (LAUNCH_ATTEMPT unset or 0): a restart runs clean.
@@ -75,28 +77,6 @@ typedef struct {
     fault_plan fault;       // --fault, --fault-rank, --fault-at-batch
 } options;
 
-// Bucket b holds layers first_layer[b] to last_layer[b]: floats [first[b], first[b] + floats[b])
-// of the gradients. Bucket 0 is the last layer's (lesson 12).
-typedef struct {
-    int count;
-    int first_layer[MAX_BUCKETS], last_layer[MAX_BUCKETS];
-    size_t first[MAX_BUCKETS], floats[MAX_BUCKETS];
-} bucket_plan;
-
-// Lesson 12's data-parallel step: its streams, buffers and events.
-typedef struct {
-    dist_env *dist;
-    bucket_plan plan;
-    cudaStream_t comm_stream;
-    float *d_sum;                                                // the gradients summed over the ranks
-    mlp_model averaged;                                          // the update's view: gradients d_sum, rate lr / ranks
-    cudaEvent_t copied[SLOTS], stepped[SLOTS];                   // lesson 08's
-    loss_ring losses;                                            // lesson 08's loss ring, its waits polled
-    cudaEvent_t grads_ready[MAX_BUCKETS], reduced[MAX_BUCKETS];  // lesson 12's
-    cudaEvent_t losses_averaged;
-    float *h_losses, *d_losses;  // the run's losses, on their way through the all-reduce
-} data_parallel;
-
 // Every communication call of this rank, the last `slots` of them kept: what it was, and an
 // event recorded behind it on its stream, asked when the ring is written whether it has fired.
 typedef struct {
@@ -128,7 +108,7 @@ typedef struct {
 // Lesson 14's state: lesson 12's step, and what this lesson adds to it.
 typedef struct {
     dist_env *dist;
-    data_parallel dp;
+    data_parallel dp;  // common/ddp.h: lesson 12's step, its hooks 12's own (buckets.cu) with this lesson's around
     flight_recorder rec;
     fault_plan fault;
     checkpointing ckpt;
@@ -154,7 +134,7 @@ void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void 
 void recorder_stop_hook(void *ctx);  // dist_env's on_stop: the ring is written on any stop
 
 // train.cu
-void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p);
+void step_hooks(fault_tolerance *ft);  // lesson 12's step calls back into this lesson: the recorder, the faults
 int train_loop(trainer *t, fault_tolerance *ft);
 
 // checkpoint.cu

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1983393181)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 2108726577)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -36,57 +36,14 @@
 
 static const char *PROG = "14_fault_tolerance";
 
-// Lesson 12's step: the plan, the communication stream, the summed gradients and the update that
-// reads them, lesson 08's slots and loss ring (its waits polled), the buckets' events.
-static void data_parallel_setup(trainer *t, data_parallel *dp, double bucket_mib)
-{
-    plan_buckets(&t->model.shape, (size_t)(bucket_mib * 1048576.0), &dp->plan);
-    CUDA_CHECK(cudaStreamCreateWithPriority(&dp->comm_stream, cudaStreamNonBlocking, t->dev.priority_greatest));
-    trace_name_stream(dp->comm_stream, "comm");
-    size_t nparams = t->model.shape.nparams;
-    dp->d_sum = (float *)device_alloc(sizeof(float) * nparams);
-    CUDA_CHECK(cudaMemset(dp->d_sum, 0, sizeof(float) * nparams));
-    dp->averaged = t->model;  // lesson 12: the update reads the summed gradients at rate lr / ranks
-    dp->averaged.d_grads = dp->d_sum;
-    dp->averaged.lr = t->model.lr / (float)dp->dist->world;
-    dp->h_losses = (float *)pinned_alloc(sizeof(float) * (size_t)t->opt.batches);
-    dp->d_losses = (float *)device_alloc(sizeof(float) * (size_t)t->opt.batches);
-    for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&dp->copied[s], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&dp->stepped[s], cudaEventDisableTiming));
-    }
-    loss_ring_create(&dp->losses, t, 0);
-    loss_ring_wait_with(&dp->losses, dist_polled_wait, dp->dist);  // a rank that failed stops this one's waits too
-    for (int b = 0; b < MAX_BUCKETS; b++) {
-        CUDA_CHECK(cudaEventCreateWithFlags(&dp->grads_ready[b], cudaEventDisableTiming));
-        CUDA_CHECK(cudaEventCreateWithFlags(&dp->reduced[b], cudaEventDisableTiming));
-    }
-    CUDA_CHECK(cudaEventCreateWithFlags(&dp->losses_averaged, cudaEventDisableTiming));
-}
-
-static void data_parallel_teardown(data_parallel *dp)
-{
-    for (int s = 0; s < SLOTS; s++) {
-        CUDA_CHECK(cudaEventDestroy(dp->copied[s]));
-        CUDA_CHECK(cudaEventDestroy(dp->stepped[s]));
-    }
-    loss_ring_destroy(&dp->losses);
-    for (int b = 0; b < MAX_BUCKETS; b++) {
-        CUDA_CHECK(cudaEventDestroy(dp->grads_ready[b]));
-        CUDA_CHECK(cudaEventDestroy(dp->reduced[b]));
-    }
-    CUDA_CHECK(cudaEventDestroy(dp->losses_averaged));
-    device_free(dp->d_sum);
-    device_free(dp->d_losses);
-    pinned_free(dp->h_losses);
-    CUDA_CHECK(cudaStreamDestroy(dp->comm_stream));
-}
-
 // Lesson 12's step, then what this lesson adds: the flight recorder (written on any stop) and the
 // checkpoint's pinned buffer.
 static void setup(trainer *t, fault_tolerance *ft, const options *o)
 {
-    data_parallel_setup(t, &ft->dp, o->bucket_mib);
+    data_parallel *dp = &ft->dp;
+    plan_buckets(&t->model.shape, (size_t)(o->bucket_mib * 1048576.0), &dp->plan);  // lesson 12's
+    step_hooks(ft);                      // train.cu: lesson 12's hooks, recorded, with the faults around them
+    ddp_setup(t, dp, dist_polled_wait);  // the plan checked; streams, buffers, events; the waits polled
     recorder_init(&ft->rec, ft->dist, o->ring_slots);
     ft->dist->on_stop = recorder_stop_hook;  // any stop writes the ring first
     ft->dist->on_stop_ctx = &ft->rec;
@@ -101,7 +58,7 @@ static void teardown(fault_tolerance *ft)
     recorder_destroy(&ft->rec);
     CUDA_CHECK(cudaEventDestroy(ft->ckpt.params_copied));
     pinned_free(ft->ckpt.h_params);
-    data_parallel_teardown(&ft->dp);
+    ddp_teardown(&ft->dp);
 }
 
 // Options that depend on each other or on the number of ranks: usage errors, before any GPU work.
@@ -192,6 +149,8 @@ static void state_from(fault_tolerance *ft, dist_env *d, const options *o)
     memset(ft, 0, sizeof *ft);
     ft->dist = d;
     ft->dp.dist = d;
+    ft->dp.overlap = 1;  // lesson 12's own variant: each bucket's all-reduce under the backward pass
+    ft->dp.fault.rank = ft->dp.fault.at_batch = -1;  // 12's --fail-*: this lesson has its own faults
     ft->fault = o->fault;
     ft->fingerprint_every = o->fingerprint_every;
     ft->ckpt.root = o->ckpt_root;
@@ -223,6 +182,7 @@ int main(int argc, char **argv)
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
     dist_connect(&d);
+    ft.dp.grads = d.comm;  // the gradients' all-reduces on the parent communicator: every call recorded
     setup(&t, &ft, &o);
     ft.ckpt.start = found >= 0 ? restore(&t, &ft, found) : 0;
 

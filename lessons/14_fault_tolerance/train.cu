@@ -1,10 +1,10 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 3225120584)
+// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 1955057431)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
-// train.cu (lesson 14): lesson 12's data-parallel training, each bucket's all-reduce issued as
-// soon as its gradients are ready, with three additions: every NCCL call goes into the flight
-// recorder; the faults of --fault are injected; every --fingerprint-every batches the ranks
-// compare their calls before they issue them. The loop starts at the resume point and writes
-// a checkpoint every --checkpoint-every batches.
+// train.cu (lesson 14): lesson 12's data-parallel training (common/ddp.h's step, its hooks lesson
+// 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
+// faults of --fault are injected; every --fingerprint-every batches the ranks compare their calls
+// before they issue them. The loop starts at the resume point and writes a checkpoint every
+// --checkpoint-every batches.
 #include <signal.h>  // raise, SIGKILL
 #include <unistd.h>  // pause
 #include <stdio.h>
@@ -14,41 +14,7 @@
 #include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
 
 // ----------------------------------------------------------------------------
-// the buckets (lesson 12)
-
-// The layers grouped last first; a bucket closes once it holds `bytes` of gradients.
-void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p)
-{
-    memset(p, 0, sizeof *p);
-    int last = s->layers;
-    for (int l = s->layers; l >= 1; l--) {
-        size_t first = s->w_off[l], end = s->b_off[last] + (size_t)s->dims[last];
-        if ((end - first) * sizeof(float) >= bytes || l == 1) {
-            int b = p->count++;
-            p->first_layer[b] = l;
-            p->last_layer[b] = last;
-            p->first[b] = first;
-            p->floats[b] = end - first;
-            last = l - 1;
-        }
-    }
-}
-
-// ----------------------------------------------------------------------------
-// the step
-
-// This rank's samples of batch i (lesson 12).
-static void prepare_shard(trainer *t, const fault_tolerance *ft, long i, float *h_batch)
-{
-    int shard = t->opt.batch;
-    trace_range r = trace_begin(TL_RANGE_PREP, "prep", (int)i);
-    double t0 = host_now_ms();
-    dataset_prepare_shard(&t->data, i, ft->dist->rank * shard, shard, h_batch);
-    double ms = host_now_ms() - t0;
-    trace_end(&r);
-    t->run.prep_ms += ms;
-    t->run.main_prep_ms += ms;
-}
+// lesson 12's step, recorded, with the faults
 
 // --fault kill: holds the communication stream until the process is killed.
 static void CUDART_CB hold_until_killed(void *unused)
@@ -57,25 +23,21 @@ static void CUDART_CB hold_until_killed(void *unused)
     for (;;) pause();
 }
 
-// Bucket b's all-reduce on the communication stream after its gradients, recorded.
-static void issue_bucket(trainer *t, fault_tolerance *ft, long i, int b)
+// hooks.issue: lesson 12's issue_bucket (bucket b's all-reduce after its gradients), recorded as
+// soon as it is queued; --fault kill strikes around it.
+static void issue_recorded(trainer *t, data_parallel *dp, long i, int b)
 {
-    if (fault_now(ft, FAULT_KILL, i)) {
+    fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
+    int kill = fault_now(ft, FAULT_KILL, i);
+    if (kill) {
         // every earlier call completed here, so every rank issued it; this one is held back on its
         // stream: the others enter it and wait for this rank's part, which never comes
         CUDA_CHECK(cudaDeviceSynchronize());
-        CUDA_CHECK(cudaLaunchHostFunc(ft->dp.comm_stream, hold_until_killed, NULL));
+        CUDA_CHECK(cudaLaunchHostFunc(dp->comm_stream, hold_until_killed, NULL));
     }
-    CUDA_CHECK(cudaEventRecord(ft->dp.grads_ready[b], t->compute_stream));
-    CUDA_CHECK(cudaStreamWaitEvent(ft->dp.comm_stream, ft->dp.grads_ready[b], 0));
-    test_delay(t, DELAY_COPY, ft->dp.comm_stream);
-    size_t first = ft->dp.plan.first[b];
-    NCCL_CHECK(ft->dist, ncclAllReduce(t->model.d_grads + first, ft->dp.d_sum + first, ft->dp.plan.floats[b], ncclFloat,
-                                       ncclSum, ft->dist->comm, ft->dp.comm_stream));
-    recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, i, b, ft->dp.plan.floats[b], sizeof(float), -1, ft->dp.comm_stream,
-                    "comm");
-    CUDA_CHECK(cudaEventRecord(ft->dp.reduced[b], ft->dp.comm_stream));
-    if (fault_now(ft, FAULT_KILL, i)) {
+    issue_bucket(t, dp, i, b);  // lesson 12's
+    recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, i, b, dp->plan.floats[b], sizeof(float), -1, dp->comm_stream, "comm");
+    if (kill) {
         fprintf(stderr, "%s: killed inside all-reduce #%lld at batch %ld as asked (--fault kill)\n", ft->dist->name,
                 ft->rec.collectives - 1, i);
         fflush(stderr);
@@ -83,12 +45,13 @@ static void issue_bucket(trainer *t, fault_tolerance *ft, long i, int b)
     }
 }
 
-// The order this rank issues batch i's buckets in: 0, 1, ... (the order of the backward pass),
-// but for the faults. Returns how many.
-static int bucket_order(const fault_tolerance *ft, long i, int *order)
+// hooks.order: the buckets this rank issues at batch i, in order: 0, 1, ... (the order of the
+// backward pass), but for the faults: one skipped, or all reversed. Returns how many.
+static int bucket_order(const data_parallel *dp, long i, int *order)
 {
+    const fault_tolerance *ft = (const fault_tolerance *)dp->hooks.ctx;
     int n = 0;
-    for (int b = 0; b < ft->dp.plan.count; b++) {
+    for (int b = 0; b < dp->plan.count; b++) {
         if (b == 0 && fault_now(ft, FAULT_SKIP, i)) continue;  // one all-reduce skipped
         order[n++] = b;
     }
@@ -101,41 +64,21 @@ static int bucket_order(const fault_tolerance *ft, long i, int *order)
     return n;
 }
 
-// The loss, then every layer's gradients, last layer first; with `overlap`, each bucket's
-// all-reduce issued as soon as the layer that completes it is queued (lesson 12).
-static void backward_pass(trainer *t, fault_tolerance *ft, long i, float *d_batch, int overlap)
+// hooks.issued: the losses' all-reduce at the end of the run, recorded.
+static void note_losses(data_parallel *dp, long batch, size_t count, cudaStream_t stream)
 {
-    mlp_model *m = &t->model;
-    cudaStream_t stream = t->compute_stream;
-    int L = m->shape.layers, cols = t->opt.batch, b = 0;
-    float *delta = m->d_delta[0], *prev = m->d_delta[1];
-    test_delay(t, DELAY_COMPUTE, stream);
-    mlp_loss(m, m->d_act[L], batch_targets(t, d_batch), delta, trainer_loss_slot(t, i), cols, cols, stream);
-    for (int l = L; l >= 1; l--) {
-        mlp_backward_layer(m, l, l == 1 ? batch_features(d_batch) : m->d_act[l - 1], delta, l > 1 ? prev : NULL, cols,
-                           0, stream);
-        float *swap = delta;
-        delta = prev;
-        prev = swap;
-        if (overlap && l == ft->dp.plan.first_layer[b]) issue_bucket(t, ft, i, b++);
-    }
+    fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
+    recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, batch, -1, count, sizeof(float), -1, stream, "comm");
 }
 
-// Batch i's step. A rank whose faults change its calls this batch issues them after the
-// backward pass, in the order bucket_order says.
-static void train_step(trainer *t, fault_tolerance *ft, long i, float *d_batch)
+void step_hooks(fault_tolerance *ft)
 {
-    int order[MAX_BUCKETS];
-    int n = bucket_order(ft, i, order);
-    int as_planned = n == ft->dp.plan.count && order[0] == 0 && order[n - 1] == n - 1;
-    trainer_forward(t, d_batch, t->compute_stream);
-    backward_pass(t, ft, i, d_batch, as_planned);
-    if (!as_planned)
-        for (int k = 0; k < n; k++) issue_bucket(t, ft, i, order[k]);
-    for (int b = 0; b < ft->dp.plan.count; b++) {
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ft->dp.reduced[b], 0));
-        mlp_update(&ft->dp.averaged, ft->dp.plan.first[b], ft->dp.plan.floats[b], t->compute_stream);
-    }
+    ddp_hooks *h = &ft->dp.hooks;
+    h->issue = issue_recorded;
+    h->wait = wait_reduced;  // lesson 12's
+    h->order = bucket_order;
+    h->issued = note_losses;
+    h->ctx = ft;
 }
 
 // ----------------------------------------------------------------------------
@@ -147,7 +90,7 @@ typedef struct {
     uint64_t hash;
     long long calls, collectives;
     int n, pad;
-    flight_entry next[MAX_BUCKETS];
+    flight_entry next[DDP_MAX_BUCKETS];
 } fingerprint;
 
 // Every rank's fingerprint through one small all-gather; where they differ, this rank stops
@@ -161,8 +104,8 @@ static void fingerprint_check(fault_tolerance *ft, long i)
     mine.hash = ft->rec.hash;
     mine.calls = ft->rec.calls;
     mine.collectives = ft->rec.collectives;
-    int order[MAX_BUCKETS];
-    mine.n = bucket_order(ft, i, order);
+    int order[DDP_MAX_BUCKETS];
+    mine.n = bucket_order(&ft->dp, i, order);
     for (int k = 0; k < mine.n; k++) {
         flight_entry *e = &mine.next[k];
         int b = order[k];
@@ -212,24 +155,6 @@ static void fingerprint_check(fault_tolerance *ft, long i)
 // ----------------------------------------------------------------------------
 // the training loop (lesson 12's), from the resume point
 
-// Batch i's loss is the mean of the ranks' shard losses: one all-reduce of the whole run's at
-// its end (the losses of batches before the resume point come from the checkpoint).
-static void average_losses(trainer *t, fault_tolerance *ft)
-{
-    size_t n = (size_t)t->opt.batches;
-    for (size_t i = 0; i < n; i++) ft->dp.h_losses[i] = (float)t->run.losses[i];
-    CUDA_CHECK(cudaMemcpyAsync(ft->dp.d_losses, ft->dp.h_losses, sizeof(float) * n, cudaMemcpyHostToDevice,
-                               ft->dp.comm_stream));
-    NCCL_CHECK(ft->dist, ncclAllReduce(ft->dp.d_losses, ft->dp.d_losses, n, ncclFloat, ncclSum, ft->dist->comm,
-                                       ft->dp.comm_stream));
-    recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, t->opt.batches, -1, n, sizeof(float), -1, ft->dp.comm_stream, "comm");
-    CUDA_CHECK(cudaMemcpyAsync(ft->dp.h_losses, ft->dp.d_losses, sizeof(float) * n, cudaMemcpyDeviceToHost,
-                               ft->dp.comm_stream));
-    CUDA_CHECK(cudaEventRecord(ft->dp.losses_averaged, ft->dp.comm_stream));
-    HOST_SYNC(t, dist_event_wait(ft->dist, ft->dp.losses_averaged));
-    for (size_t i = 0; i < n; i++) t->run.losses[i] = ft->dp.h_losses[i] / (float)ft->dist->world;
-}
-
 int train_loop(trainer *t, fault_tolerance *ft)
 {
     long next_loss = ft->ckpt.start;  // the losses before the resume point came with the checkpoint
@@ -239,13 +164,13 @@ int train_loop(trainer *t, fault_tolerance *ft)
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
         if (i >= ft->ckpt.start + SLOTS && event_pending(ft->dp.copied[s]))
             SLOT_WAIT(t, dist_event_wait(ft->dist, ft->dp.copied[s]));
-        prepare_shard(t, ft, i, h_batch);
+        ddp_prepare_shard(t, &ft->dp, i, h_batch);
         if (i >= ft->ckpt.start + SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, ft->dp.stepped[s], 0));
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
         CUDA_CHECK(cudaEventRecord(ft->dp.copied[s], t->copy_stream));
         CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ft->dp.copied[s], 0));
-        train_step(t, ft, i, d_batch);
+        ddp_step(t, &ft->dp, i, d_batch);  // lesson 12's step, its hooks below
         CUDA_CHECK(cudaEventRecord(ft->dp.stepped[s], t->compute_stream));
         loss_ring_queue(&ft->dp.losses, t, i, t->compute_stream);
         loss_ring_interval(&ft->dp.losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
@@ -254,6 +179,6 @@ int train_loop(trainer *t, fault_tolerance *ft)
         if (ft->ckpt.root && (i + 1) % ft->ckpt.every == 0 && i + 1 < t->opt.batches)
             checkpoint_save(t, ft, i, &next_loss);
     }
-    average_losses(t, ft);
+    ddp_average_losses(t, &ft->dp);  // its all-reduce recorded (note_losses)
     return 0;
 }

@@ -1,11 +1,13 @@
 // buckets.cu (lesson 12): the gradients grouped into buckets in the order the backward pass
-// finishes them (exercise 12-bucket-plan), the plan checked, and written as text.
-#include <stdio.h>
-#include <stdlib.h>
+// finishes them (exercise 12-bucket-plan); each bucket's all-reduce issued on the communication
+// stream as soon as its gradients are written (12-ready, 12-allreduce), and waited for before
+// its update (12-update-wait). common/ddp.c's step calls the last two as its hooks; lesson 14
+// links this file as it is (the course's own solution, never a student's).
 #include <string.h>
 
-#include "data_parallel.h"  // the lesson's types, and through it the course's headers
+#include "buckets.h"  // these exercises, and through it common/ddp.h
 
+// ----------------------------------------------------------------------------
 // the buckets
 
 // Groups the layers into buckets in the order the backward pass finishes them, the
@@ -35,47 +37,47 @@ void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p)
     // END SOLUTION
 }
 
-// Every parameter in exactly one bucket, the buckets in the order the backward pass
-// finishes the layers: the program checks the plan before training with it.
-int plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_t size)
+// ----------------------------------------------------------------------------
+// each bucket's all-reduce
+
+// Sums floats [first, first + floats) of the gradients over the ranks into the same range of
+// dp->d_sum, on `stream`. Every path that all-reduces gradients calls it: the step (one bucket),
+// the reference, and the parts timed alone (every bucket, then the whole gradient at once).
+void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t floats, cudaStream_t stream)
 {
-    if (p->count < 1 || p->count > MAX_BUCKETS) {
-        snprintf(why, size, "%d buckets for %d layers", p->count, s->layers);
-        return 0;
-    }
-    int next = s->layers;     // the layer the backward pass finishes next
-    size_t end = s->nparams;  // where that layer's parameters end
-    for (int b = 0; b < p->count; b++) {
-        int first = p->first_layer[b], last = p->last_layer[b];
-        if (last != next || first < 1 || first > last) {
-            snprintf(why, size, "bucket %d holds layers %d to %d; the backward pass finishes layer %d next", b, first,
-                     last, next);
-            return 0;
-        }
-        if (p->first[b] != s->w_off[first] || p->first[b] + p->floats[b] != end) {
-            snprintf(why, size, "bucket %d is parameters [%zu, %zu); layers %d to %d are [%zu, %zu)", b, p->first[b],
-                     p->first[b] + p->floats[b], first, last, s->w_off[first], end);
-            return 0;
-        }
-        next = first - 1;
-        end = p->first[b];
-    }
-    if (next != 0) {
-        snprintf(why, size, "the buckets stop at layer %d: the layers below it are never averaged", next + 1);
-        return 0;
-    }
-    return 1;
+    // BEGIN SOLUTION(12-allreduce): sum that range of t->model.d_grads over the ranks into the same
+    // range of dp->d_sum: ncclAllReduce (ncclFloat, ncclSum, the gradients' communicator dp->grads)
+    // on `stream`, inside NCCL_CHECK(dp->dist, ...)
+    NCCL_CHECK(dp->dist, ncclAllReduce(t->model.d_grads + first, dp->d_sum + first, floats, ncclFloat, ncclSum,
+                                       dp->grads, stream));
+    //| (void)t, (void)dp, (void)first, (void)floats, (void)stream;
+    // END SOLUTION
 }
 
-// "4-3|2|1": the layers of each bucket, in the order they are issued.
-void plan_text(const bucket_plan *p, char *out, size_t size)
+// hooks.issue: bucket b's gradients are queued on the compute stream (common/ddp.c's backward pass
+// calls this right after the layer that completes it); its all-reduce goes on the communication
+// stream, after them, and reduced[b] behind it.
+void issue_bucket(trainer *t, data_parallel *dp, long batch, int b)
 {
-    size_t n = 0;
-    out[0] = '\0';
-    for (int b = 0; b < p->count && n < size; b++) {
-        if (p->first_layer[b] == p->last_layer[b])
-            n += (size_t)snprintf(out + n, size - n, "%s%d", b ? "|" : "", p->last_layer[b]);
-        else
-            n += (size_t)snprintf(out + n, size - n, "%s%d-%d", b ? "|" : "", p->last_layer[b], p->first_layer[b]);
-    }
+    (void)batch;  // the same all-reduce for every batch (lesson 14 records which)
+    // BEGIN SOLUTION(12-ready): the all-reduce must not read the bucket's gradients before the
+    // backward pass has written them: mark that point on the compute stream with grads_ready[b],
+    // and make the communication stream (not the host) wait for it
+    CUDA_CHECK(cudaEventRecord(dp->grads_ready[b], t->compute_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(dp->comm_stream, dp->grads_ready[b], 0));
+    // END SOLUTION
+    test_delay(t, DELAY_COPY, dp->comm_stream);  // the test hook holds communication back with the copies
+    allreduce_gradients(t, dp, dp->plan.first[b], dp->plan.floats[b], dp->comm_stream);
+    CUDA_CHECK(cudaEventRecord(dp->reduced[b], dp->comm_stream));
+}
+
+// hooks.wait: before bucket b's update on the compute stream.
+void wait_reduced(trainer *t, data_parallel *dp, int b)
+{
+    // BEGIN SOLUTION(12-update-wait): the update of bucket b reads its range of dp->d_sum,
+    // which its all-reduce writes on the other stream: make the compute stream wait for that
+    // all-reduce first
+    CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, dp->reduced[b], 0));
+    //| (void)t, (void)dp, (void)b;
+    // END SOLUTION
 }

@@ -17,28 +17,18 @@ typedef struct {
     double ckpt_ms, ckpt_ms_per_gb, ckpt_share;
 } run_verdict;
 
-// Every rank's checksums and count of losses taken, through one recorded all-gather.
+// Every rank's checksums and whether it took every loss once, through one recorded all-gather.
 static void gather_verdict(trainer *t, fault_tolerance *ft, run_verdict *v)
 {
     dist_env *d = ft->dist;
     int once = 1;
     for (int i = 0; i < t->opt.batches; i++) once = once && t->run.taken[i] == 1;
-    uint64_t mine[3] = {mlp_weights_checksum(&t->model, t->compute_stream),
-                        harness_loss_checksum(t->run.losses, t->opt.batches), (uint64_t)once};
-    uint64_t *all = (uint64_t *)host_calloc((size_t)d->world * 3, sizeof(uint64_t), "every rank's checksums");
-    recorder_allgather(&ft->rec, d, t->opt.batches, mine, all, sizeof mine, t->compute_stream, "compute");
-    v->weights = all[0];
-    v->losses = all[1];
-    v->same = v->every_once = 1;
-    size_t n = 0;
-    v->sums[0] = '\0';
-    for (int r = 0; r < d->world; r++) {
-        v->same = v->same && all[3 * r] == all[0] && all[3 * r + 1] == all[1];
-        v->every_once = v->every_once && all[3 * r + 2] == 1;
-        if (n < sizeof v->sums)
-            n += (size_t)snprintf(v->sums + n, sizeof v->sums - n, "%s%016llx", r ? "," : "",
-                                  (unsigned long long)all[3 * r]);
-    }
+    ddp_checksums mine = ddp_checksums_of(t, once);
+    ddp_checksums *all = (ddp_checksums *)host_calloc((size_t)d->world, sizeof mine, "every rank's checksums");
+    recorder_allgather(&ft->rec, d, t->opt.batches, &mine, all, sizeof mine, t->compute_stream, "compute");
+    v->weights = all[0].weights;
+    v->losses = all[0].losses;
+    v->same = ddp_checksums_agree(all, d->world, &v->every_once, v->sums, sizeof v->sums);
     free(all);
 }
 
