@@ -421,6 +421,36 @@ assert_four_ranks() {
     assert_num "$(json_get "$BATS_TEST_TMPDIR/c.json" cpu_check_max_rel)" "<=" 1e-4 "relative difference from the CPU"
 }
 
+# first_bucket_early TRACE: "k/n": of the n steps in the run window, in how many rank 0's first
+# all-reduce started before the second relu_back_kernel after the step's loss_kernel ended (the
+# error product of layer 3, the lowest layer of the first bucket of the default model, 4-3|2|1)
+first_bucket_early() {
+    local compute comm
+    compute=$(trace_kernels "$1" run compute)
+    comm=$(trace_kernels "$1" run comm)
+    jq -rn --argjson c "$compute" --argjson n "$comm" '
+        [$c[] | select(.name == "loss_kernel") | .ts as $t
+            | ([$c[] | select(.name == "relu_back_kernel" and .ts > $t)][1]) as $r
+            | ([$n[] | select((.name | startswith("nccl")) and .ts > $t)][0]) as $k
+            | select($r != null and $k != null) | ($k.ts < $r.end)] as $v
+        | "\([$v[] | select(.)] | length)/\($v | length)"'
+}
+
+# bats test_tags=ranks,gpu
+@test "12 two ranks, trace: a bucket's all-reduce starts under its lowest layer's error product (--ready-after weights), not after it (layer)" {
+    need_nccl_gpu
+    for mode in weights layer; do
+        run_ranks 2 $mode "$P" --batches 6 --reps 1 --warmup 0 --prep-work 0 --ready-after $mode \
+            --trace "$BATS_TEST_TMPDIR/$mode.json"
+        assert_success
+    done
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/weights.json" bucket_plan)" "4-3|2|1"
+    layer=$(first_bucket_early "$BATS_TEST_TMPDIR/layer.rank0.json")
+    weights=$(first_bucket_early "$BATS_TEST_TMPDIR/weights.rank0.json")
+    assert_equal "$layer" "0/6"  # it waits for an event recorded after that product: never before
+    assert_num "${weights%/*}" ">=" 4 "steps (of ${weights#*/}) whose first all-reduce started under layer 3's error product"
+}
+
 # bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
 @test "12 two ranks, traces: one per rank, merged with a process row each; one all-reduce per bucket and batch" {
     need_nccl_gpu

@@ -393,6 +393,22 @@ assert_stages_match() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" bubble_model)" 0.6  # 3/5
 }
 
+# bats test_tags=ranks,gpu
+@test "13 two stages, trace: a receive posted late runs only while the compute stream waits for it (--post-recv late), early beside it" {
+    need_nccl_gpu
+    for mode in late early; do
+        run_ranks 2 $mode "$P" $SMALL13 --reps 1 --warmup 0 --post-recv $mode --trace "$BATS_TEST_TMPDIR/$mode.json"
+        assert_success
+        # stage 0 receives only errors, on its bwd track: during how many did a product start?
+        bwd=$(trace_kernels "$BATS_TEST_TMPDIR/$mode.rank0.json" run bwd)
+        compute=$(trace_kernels "$BATS_TEST_TMPDIR/$mode.rank0.json" run compute)
+        assert_equal "$(jq length <<<"$bwd")" $((NB * 4))  # one receive per micro-batch and batch
+        eval "$mode=$(started_during "$bwd" "$compute")"
+    done
+    assert_equal "$late" 0  # the compute stream waits for the receive it recorded `wanted` for
+    assert_num "$early" ">=" "$NB" "early: receives with a compute kernel starting beside them (one a batch at least)"
+}
+
 # bats test_tags=ranks,gpu,ex:13-one-f-one-b
 @test "13 two stages, traces: one per rank, merged with a process row each; every hand-over an NCCL kernel on fwd or bwd" {
     need_nccl_gpu
