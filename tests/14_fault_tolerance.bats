@@ -200,14 +200,14 @@ assert_same_bits() {
     copy() { rm -rf "$BATS_TEST_TMPDIR/c"; cp -r "$CK" "$BATS_TEST_TMPDIR/c"; c=$BATS_TEST_TMPDIR/c; }
     # torn: a rank file cut short under its final name (what a write in place leaves)
     copy
-    truncate -s 400 "$c/ckpt-00000019/rank1.bin"
+    truncate -s 700 "$c/ckpt-00000019/rank1.bin"
     run "$cr" "$c"
     assert_success
-    [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: torn: 400 bytes where its header says 674" ]] || fail "${lines[0]}"
+    [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: torn: 700 bytes where its header says 930" ]] || fail "${lines[0]}"
     assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
-    # corrupt: one byte of a weight changed
+    # corrupt: one byte of a weight changed (the header is 512 bytes)
     copy
-    printf '\x55' | dd of="$c/ckpt-00000019/rank0.bin" bs=1 seek=300 conv=notrunc 2>/dev/null
+    printf '\x55' | dd of="$c/ckpt-00000019/rank0.bin" bs=1 seek=600 conv=notrunc 2>/dev/null
     run "$cr" "$c"
     assert_success
     [[ "${lines[0]}" == *"rank0.bin: corrupt: its checksum is "* ]] || fail "${lines[0]}"
