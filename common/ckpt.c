@@ -68,7 +68,7 @@ unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const doub
 }
 
 // 1 when the header reads: this version, every number within its bounds, the rank among the
-// run's ranks, and batch + 1 losses (a restore writes that many into the run's loss arrays).
+// run's ranks. Its losses are checked apart (read_rank_sum): batch + 1.
 static int parse_header(char *text, ckpt_header *h, long long *version)
 {
     long long rank = 0;
@@ -80,8 +80,7 @@ static int parse_header(char *text, ckpt_header *h, long long *version)
     return ckpt_next_key(&text, "rank") && ckpt_next_int(&text, 0, CKPT_MAX_RANKS - 1, &rank) &&
            ckpt_next_key(&text, "batch") && ckpt_next_int(&text, 0, MAX_BATCH - 1, &h->batch) &&
            ckpt_next_key(&text, "losses") && ckpt_next_int(&text, 1, MAX_BATCH, &h->losses) &&
-           h->losses == h->batch + 1 && ckpt_run_read(&text, &h->run) && (h->rank = (int)rank) < h->run.world &&
-           ckpt_at_end(text);
+           ckpt_run_read(&text, &h->run) && (h->rank = (int)rank) < h->run.world && ckpt_at_end(text);
 }
 
 // Reads `bytes` of f through a small buffer, or straight into `into` when it is not NULL,
@@ -161,6 +160,9 @@ int ckpt_read_rank_sum(const char *path, ckpt_header *h, float **params, double 
                      ? "%s: a checkpoint of another version of the course (its header does not read)"
                      : "%s: not a checkpoint of this course (its header does not read)",
                  path);
+    else if (h->losses != h->batch + 1)  // a restore writes that many into the run's loss arrays
+        snprintf(why, size, "%s: its header says %lld losses after batch %lld, where a checkpoint holds batch + 1",
+                 path, h->losses, h->batch);
     else
         bad = read_body(f, path, h, params, losses, ckpt_fnv1a(CKPT_FNV_START, header, CKPT_HEADER_BYTES), stored, why,
                         size);
