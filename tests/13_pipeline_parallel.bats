@@ -73,6 +73,7 @@ schedule_bubble() {
 # ----------------------------------------------------------------------------
 # no GPU needed
 
+# bats test_tags=ex:13-one-f-one-b
 @test "13 the schedules printed take (p-1)/(m+p-1) of the step idle, one unit per pass: the bubble the report gives" {
     need_nccl
     for pm in "2 8" "4 2" "3 4" "4 16" "1 4" "4 4"; do
