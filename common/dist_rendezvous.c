@@ -2,15 +2,17 @@
 //
 //   nccl-id.RUN          rank 0's NCCL unique id, the time it was written, and the run's rank
 //                        count: "HEX WRITTEN_S WORLD". An id written long before this process
-//                        started is an earlier run's (a crash leaves one): never read.
+//                        started is an earlier run's (a crash leaves one): never read; nor is
+//                        one dated later than now (beyond the clocks' slack): a date in the
+//                        future would make a stale file look fresh for ever.
 //   failed.RUN.rankR     rank R's failure note: "FINGERPRINT WRITTEN_S MESSAGE". Once the ranks
 //                        share NCCL's id, its hash is the run's fingerprint and a note of another
 //                        run never matches; a note written before its rank had the id (the
 //                        fingerprint "-") counts only when written after this process started
-//                        (a few seconds' slack).
+//                        (a few seconds' slack), and never when dated in the future.
 //
 // Every file is written whole under a temporary name, then renamed: a rank that finds one
-// finds all of it.
+// finds all of it. The temporary file is made new, 0600, never through a link (own_file.h).
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <stdio.h>
@@ -21,6 +23,7 @@
 #include "args.h"  // usage_error
 #include "dist.h"
 #include "dist_parts.h"
+#include "own_file.h"  // own_file_create
 
 #define ID_MAX_AGE_S 60.0  // the ranks of one run start within this of each other: an older id is stale
 #define NOTE_SLACK_S 5.0   // a note without a fingerprint counts from this long before this process's start
@@ -43,7 +46,7 @@ static int write_whole(const char *path, const char *text)
 {
     char tmp[1300];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    FILE *f = own_file_create(tmp);
     if (!f) return -1;
     int bad = fputs(text, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0;
     bad = fclose(f) != 0 || bad;
@@ -92,7 +95,8 @@ static id_state read_id_file(const dist_env *d, const char *path, ncclUniqueId *
     if (!got || strlen(line) < 2 * sizeof id->internal ||
         sscanf(line + 2 * sizeof id->internal, "%lf %d", &written, world) != 2)
         return ID_NONE;
-    if (written < d->started_s - ID_MAX_AGE_S) return ID_STALE;
+    if (!(written >= d->started_s - ID_MAX_AGE_S && written <= dist_wall_s() + ID_MAX_AGE_S))
+        return ID_STALE;  // nan too
     for (size_t k = 0; k < sizeof id->internal; k++) {
         unsigned v = 0;
         if (sscanf(line + 2 * k, "%2x", &v) != 1) return ID_NONE;
@@ -116,7 +120,8 @@ void dist_read_id(dist_env *d, ncclUniqueId *id)
             dist_abort(d,
                        "rank 0's NCCL id did not appear in %s within %.0f s%s: is rank 0 running, and does it see "
                        "the same folder? (--timeout-s)",
-                       path, d->timeout_s, stale ? " (an earlier run's id is there, and was skipped)" : "");
+                       path, d->timeout_s,
+                       stale ? " (an id of an earlier run, or dated in the future, is there and was skipped)" : "");
         dist_nap_ms(ID_POLL_MS);
     }
     if (world != d->world)
@@ -158,7 +163,7 @@ static int note_is_ours(const dist_env *d, const char *text, char *message, size
     // a fingerprint is the run's own once its id is shared: this rank has read it before any
     // rank of its run could fail with it (the id is read first, then the others connect)
     if (strcmp(fp, "-") != 0) return d->fingerprint[0] && strcmp(fp, d->fingerprint) == 0;
-    return written >= d->started_s - NOTE_SLACK_S;
+    return written >= d->started_s - NOTE_SLACK_S && written <= dist_wall_s() + NOTE_SLACK_S;
 }
 
 int dist_failed_rank(const dist_env *d, char *message, size_t size)

@@ -403,3 +403,13 @@ assert_stops_by_timeout() {
     [[ "$stderr" != *"stopping at batch"* ]] || fail "a rank stopped with an error, not by hanging: $stderr"
     [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
 }
+
+# fsync_shim: tests/fsync-log.c built as an LD_PRELOAD library (gcc, seconds); prints its path.
+# With LD_PRELOAD=that and FSYNC_LOG=FILE, a program's fsync, fdatasync and renames are logged
+# in order, one line each ("PID fsync PATH", "PID rename FROM TO"): no strace needed.
+fsync_shim() {
+    local so=$BATS_FILE_TMPDIR/fsync-log.so
+    [ -f "$so" ] || gcc -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC "$ROOT/tests/fsync-log.c" -o "$so" -ldl ||
+        fail "tests/fsync-log.c does not build"
+    echo "$so"
+}

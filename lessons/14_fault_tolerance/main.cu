@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1108999046)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1064747610)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -270,9 +270,9 @@ int main(int argc, char **argv)
     FILE *out = dist_rank_outputs(&d, &shard, trace_path, sizeof trace_path);  // rank 0 reports for every rank
     mlp_shape shape;
     mlp_shape_init(&shape, o.in_dim, o.hidden, o.hidden_layers, o.out_dim, shard.batch);
-    ckpt_shape_text(shape.dims, shape.layers, f.shape, sizeof f.shape);
-    long long found = find_checkpoint(&f, &shape, o.seed,
-                                      o.batches);  // another run's: one line, exit code 2, no GPU touched
+    ckpt_run_init(&f.run, d.world, shape.dims, shape.layers, (long long)shape.nparams, o.seed, o.batch, shard.batch,
+                  o.lr, o.prep_work, (long long)(bucket_mib * 1048576.0));
+    long long found = find_checkpoint(&f, o.batches);  // another run's: one line, exit code 2, no GPU touched
 
     dist_select_device(&d);
     trainer t;

@@ -13,8 +13,9 @@
 
 #include "common/args.h"     // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error
 #include "common/check.h"    // defines: CUDA_CHECK
-#include "common/ckpt.h"     // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_latest,
-                             //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, ckpt_shape_text
+#include "common/ckpt.h"     // defines: ckpt_header, ckpt_manifest, ckpt_run, ckpt_run_init, ckpt_run_differs,
+                             //          ckpt_header_differs, ckpt_encode, ckpt_read_rank, ckpt_latest, ckpt_prune,
+                             //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
                              //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail,
                              //          dist_allgather_then, dist_finish, dist_describe, dist_rank_outputs,
@@ -101,7 +102,7 @@ typedef struct {
     long checkpoints;       // written by this run
     double ckpt_ms;         // their time, all together (host, every rank's own)
     size_t ckpt_bytes;      // one rank's file
-    char shape[128];        // "64,256,256,8"
+    ckpt_run run;           // every field that makes this run this run: another's checkpoint is refused
 } fault_tolerance;
 
 // recorder.cu
@@ -124,7 +125,7 @@ int write_atomically(fault_tolerance *f, const char *path, const void *data, siz
 void checkpoint_save(trainer *t, fault_tolerance *f, long batch, long *next_loss);
 
 // resume.cu
-long long find_checkpoint(const fault_tolerance *f, const mlp_shape *s, int seed, int batches);
+long long find_checkpoint(const fault_tolerance *f, int batches);
 long restore(trainer *t, fault_tolerance *f, long long batch);
 
 #endif
