@@ -17,6 +17,7 @@ endif
 NVCC := $(CUDA_HOME)/bin/nvcc
 CC ?= gcc
 BUILD := build
+comma := ,
 
 # GPU targets: ARCH= wins; else the GPU present; else a fixed list from Turing
 # (T4) through Ampere, Ada (L4, L20, RTX 40), Hopper (H100, H200), Blackwell
@@ -47,12 +48,14 @@ CFLAGS := -std=c11 -O2 -g -Wall -Wextra -Werror -I. $(CUDA_INC)
 LDLIBS := $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefix -Xlinker -rpath=,$(CUDA_LIBDIRS)) \
           -lcublas -lcupti -lpthread -ldl -lm
 
-# SAN=address (or thread) builds everything with that sanitizer, for the host
-# side; use a build folder of its own: make SAN=address BUILD=build/asan
+# SAN=address (or thread, or a list: address,undefined) builds everything with those
+# sanitizers, for the host side; use a build folder of its own: make SAN=address BUILD=build/asan.
+# nvcc splits an -Xcompiler value at its commas: one -fsanitize= each for the host compiler.
 ifdef SAN
-CFLAGS += -fsanitize=$(SAN) -fno-omit-frame-pointer
-NVCCFLAGS += -Xcompiler -fsanitize=$(SAN),-fno-omit-frame-pointer
-LDLIBS += -Xcompiler -fsanitize=$(SAN)
+SAN_FLAGS := $(addprefix -fsanitize=,$(subst $(comma), ,$(SAN)))
+CFLAGS += $(SAN_FLAGS) -fno-omit-frame-pointer
+NVCCFLAGS += $(addprefix -Xcompiler ,$(SAN_FLAGS) -fno-omit-frame-pointer)
+LDLIBS += $(addprefix -Xcompiler ,$(SAN_FLAGS))
 endif
 
 LESSONS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
@@ -60,9 +63,10 @@ LESSONS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
 DIST_C := $(wildcard common/dist_*.c common/ddp*.c)
 COMMON_C := $(filter-out $(DIST_C),$(wildcard common/*.c))
 COMMON_CU := $(wildcard common/*.cu)
-COMMON_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_C)) \
-              $(patsubst common/%.cu,$(BUILD)/common/%.cu.o,$(COMMON_CU))
+HOST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_C))
+COMMON_OBJ := $(HOST_OBJ) $(patsubst common/%.cu,$(BUILD)/common/%.cu.o,$(COMMON_CU))
 COMMON_LIB := $(BUILD)/libcourse.a
+HOST_LIB := $(BUILD)/libcourse-host.a  # common/'s host-only C, all the tools link: no nvcc needed for them
 SOLUTION_BINS := $(addprefix $(BUILD)/solutions/,$(LESSONS))
 LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSONS))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
@@ -126,6 +130,10 @@ $(COMMON_LIB): $(COMMON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+$(HOST_LIB): $(HOST_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
 # One binary per lesson folder, from its .cu files, in solutions/ and in lessons/.
 .SECONDEXPANSION:
 $(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) $(COMMON_LIB) common/*.h
@@ -169,13 +177,12 @@ $(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)) $(addprefix $(BUILD)/lessons/,$
 endif
 
 # Host-only tools (trace analysis, JSON check, grading): plain C11, no GPU needed.
-$(BUILD)/tools/%: tools/%.c $(COMMON_LIB) common/*.h
+$(BUILD)/tools/%: tools/%.c $(HOST_LIB) common/*.h
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) $< $(COMMON_LIB) $(TOOL_LIBS) -lm $(if $(SAN),-fsanitize=$(SAN)) -o $@
+	$(CC) $(CFLAGS) $< $(HOST_LIB) $(TOOL_LIBS) -lm $(SAN_FLAGS) -o $@
 
 # gpu-probe asks the CUDA runtime (cudaGetDeviceCount): the one tool that links it
 $(BUILD)/tools/gpu-probe: TOOL_LIBS = $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefix -Wl$(comma)-rpath=,$(CUDA_LIBDIRS)) -lcudart -ldl
-comma := ,
 
 # lessons/ is generated from solutions/: each BEGIN/END SOLUTION region becomes a TODO.
 lessons:

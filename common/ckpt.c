@@ -1,26 +1,24 @@
-// ckpt.c: lesson 14's checkpoint files, checked (ckpt.h).
+// ckpt.c: lesson 14's checkpoint files: a rank's file and the manifest, written and read
+// (ckpt.h). The run's fields: ckpt_run.c; the folders (check, list, prune): ckpt_folders.c.
 #define _POSIX_C_SOURCE 200809L
 #include "ckpt.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>  // fstat: the file's size, against its header's
+
+#include "ckpt_internal.h"
+
+#define MAX_BATCH (1LL << 32)           // a batch number, and a loss count, read from a file
+#define MANIFEST_MAX_BYTES (64 * 1024)  // every field and CKPT_MAX_RANKS lines fit well below
 
 uint64_t ckpt_fnv1a(uint64_t h, const void *data, size_t bytes)
 {
     const unsigned char *p = (const unsigned char *)data;
     for (size_t k = 0; k < bytes; k++) h = (h ^ p[k]) * 1099511628211ULL;
     return h;
-}
-
-void ckpt_shape_text(const int *dims, int layers, char *out, size_t size)
-{
-    size_t n = 0;
-    out[0] = '\0';
-    for (int l = 0; l <= layers && n < size; l++)
-        n += (size_t)snprintf(out + n, size - n, "%s%d", l ? "," : "", dims[l]);
 }
 
 void ckpt_folder(const char *root, long long batch, char *out, size_t size)
@@ -41,31 +39,25 @@ void ckpt_manifest_file(const char *root, long long batch, char *out, size_t siz
 // ----------------------------------------------------------------------------
 // a rank's file
 
-static size_t payload_bytes(const ckpt_header *h)
-{
-    return (size_t)h->params * sizeof(float) + (size_t)h->losses * sizeof(double);
-}
+static size_t params_bytes(const ckpt_header *h) { return (size_t)h->run.params * sizeof(float); }
+static size_t losses_bytes(const ckpt_header *h) { return (size_t)h->losses * sizeof(double); }
 
 unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const double *losses, size_t *size, uint64_t *sum)
 {
-    size_t body = payload_bytes(h), total = CKPT_HEADER_BYTES + body + CKPT_TRAILER_BYTES;
-    unsigned char *buf = (unsigned char *)malloc(total);
-    if (!buf) return NULL;
     char header[CKPT_HEADER_BYTES + 1];
-    int n = snprintf(header, sizeof header,
-                     "course-checkpoint 1 rank %d world %d batch %lld params %lld losses %lld "
-                     "shape %s seed %d",
-                     h->rank, h->world, h->batch, h->params, h->losses, h->shape, h->seed);
-    if (n < 0 || n >= CKPT_HEADER_BYTES) {
-        free(buf);
-        return NULL;
-    }
+    int n = snprintf(header, sizeof header, "course-checkpoint %d rank %d batch %lld losses %lld ", CKPT_VERSION,
+                     h->rank, h->batch, h->losses);
+    int k = n > 0 && n < CKPT_HEADER_BYTES ? ckpt_run_write(&h->run, ' ', header + n, sizeof header - (size_t)n) : -1;
+    if (k < 0 || n + k >= CKPT_HEADER_BYTES) return NULL;
+    n += k;
     memset(header + n, ' ', (size_t)(CKPT_HEADER_BYTES - n));
     header[CKPT_HEADER_BYTES - 1] = '\n';
+    size_t body = params_bytes(h) + losses_bytes(h), total = CKPT_HEADER_BYTES + body + CKPT_TRAILER_BYTES;
+    unsigned char *buf = (unsigned char *)malloc(total);
+    if (!buf) return NULL;
     memcpy(buf, header, CKPT_HEADER_BYTES);
-    memcpy(buf + CKPT_HEADER_BYTES, params, (size_t)h->params * sizeof(float));
-    if (h->losses)
-        memcpy(buf + CKPT_HEADER_BYTES + (size_t)h->params * sizeof(float), losses, (size_t)h->losses * sizeof(double));
+    memcpy(buf + CKPT_HEADER_BYTES, params, params_bytes(h));
+    if (h->losses) memcpy(buf + CKPT_HEADER_BYTES + params_bytes(h), losses, losses_bytes(h));
     uint64_t s = ckpt_fnv1a(CKPT_FNV_START, buf, CKPT_HEADER_BYTES + body);
     char trailer[CKPT_TRAILER_BYTES + 1];
     snprintf(trailer, sizeof trailer, "checksum %016llx\n", (unsigned long long)s);
@@ -75,18 +67,81 @@ unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const doub
     return buf;
 }
 
-static int parse_header(const char *text, ckpt_header *h)
+// 1 when the header reads: this version, every number within its bounds, the rank among the
+// run's ranks. Its losses are checked apart (read_rank_sum): batch + 1.
+static int parse_header(char *text, ckpt_header *h, long long *version)
 {
-    int version = 0;
+    long long rank = 0;
     memset(h, 0, sizeof *h);
-    return sscanf(text, "course-checkpoint %d rank %d world %d batch %lld params %lld losses %lld shape %127s seed %d",
-                  &version, &h->rank, &h->world, &h->batch, &h->params, &h->losses, h->shape, &h->seed) == 8 &&
-           version == 1 && h->world >= 1 && h->rank >= 0 && h->rank < h->world && h->batch >= 0 && h->params > 0 &&
-           h->params < (1LL << 34) && h->losses >= 0 && h->losses < (1LL << 32);
+    *version = 0;
+    if (!ckpt_next_key(&text, "course-checkpoint") || !ckpt_next_int(&text, 1, 1000, version) ||
+        *version != CKPT_VERSION)
+        return 0;
+    return ckpt_next_key(&text, "rank") && ckpt_next_int(&text, 0, CKPT_MAX_RANKS - 1, &rank) &&
+           ckpt_next_key(&text, "batch") && ckpt_next_int(&text, 0, MAX_BATCH - 1, &h->batch) &&
+           ckpt_next_key(&text, "losses") && ckpt_next_int(&text, 1, MAX_BATCH, &h->losses) &&
+           ckpt_run_read(&text, &h->run) && (h->rank = (int)rank) < h->run.world && ckpt_at_end(text);
 }
 
-int ckpt_read_rank(const char *path, ckpt_header *h, float **params, double **losses, char *why, size_t size)
+// Reads `bytes` of f through a small buffer, or straight into `into` when it is not NULL,
+// folding them into the checksum *h: 0, or -1 when the file ends first.
+static int stream(FILE *f, size_t bytes, void *into, uint64_t *h)
 {
+    unsigned char buf[1 << 16];
+    for (size_t done = 0; done < bytes;) {
+        size_t n = bytes - done < sizeof buf ? bytes - done : sizeof buf;
+        unsigned char *p = into ? (unsigned char *)into + done : buf;
+        if (fread(p, 1, n, f) != n) return -1;
+        *h = ckpt_fnv1a(*h, p, n);
+        done += n;
+    }
+    return 0;
+}
+
+// The file after its header: its size against the header's (before anything is allocated),
+// then the weights and losses streamed through the checksum, then the checksum it stores.
+static int read_body(FILE *f, const char *path, ckpt_header *h, float **params, double **losses, uint64_t sum,
+                     uint64_t *stored, char *why, size_t size)
+{
+    struct stat st;
+    size_t want = CKPT_HEADER_BYTES + params_bytes(h) + losses_bytes(h) + CKPT_TRAILER_BYTES;
+    if (fstat(fileno(f), &st) != 0 || (unsigned long long)st.st_size < want) {
+        snprintf(why, size, "%s: torn: %lld bytes where its header says %zu", path, (long long)st.st_size, want);
+        return -1;
+    }
+    if ((unsigned long long)st.st_size > want) {
+        snprintf(why, size, "%s: %lld bytes where its header says %zu: not the file its header describes", path,
+                 (long long)st.st_size, want);
+        return -1;
+    }
+    if (params) *params = (float *)malloc(params_bytes(h));
+    if (losses) *losses = (double *)malloc(losses_bytes(h));
+    if ((params && !*params) || (losses && !*losses)) {
+        snprintf(why, size, "%s: out of memory for its %lld weights and %lld losses", path, h->run.params, h->losses);
+        return -1;
+    }
+    char trailer[CKPT_TRAILER_BYTES + 1] = "";
+    unsigned long long s = 0;
+    if (stream(f, params_bytes(h), params ? *params : NULL, &sum) != 0 ||
+        stream(f, losses_bytes(h), losses ? *losses : NULL, &sum) != 0 ||
+        fread(trailer, 1, CKPT_TRAILER_BYTES, f) != CKPT_TRAILER_BYTES) {
+        snprintf(why, size, "%s: torn: it ended while being read", path);
+        return -1;
+    }
+    if (sscanf(trailer, "checksum %16llx", &s) != 1 || s != sum) {
+        snprintf(why, size, "%s: corrupt: its checksum is %016llx, its bytes sum to %016llx", path, s,
+                 (unsigned long long)sum);
+        return -1;
+    }
+    *stored = s;
+    return 0;
+}
+
+int ckpt_read_rank_sum(const char *path, ckpt_header *h, float **params, double **losses, uint64_t *stored, char *why,
+                       size_t size)
+{
+    if (params) *params = NULL;
+    if (losses) *losses = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) {
         snprintf(why, size, "%s: %s", path, strerror(errno));
@@ -95,57 +150,38 @@ int ckpt_read_rank(const char *path, ckpt_header *h, float **params, double **lo
     char header[CKPT_HEADER_BYTES + 1];
     size_t got = fread(header, 1, CKPT_HEADER_BYTES, f);
     header[got] = '\0';
-    if (got < CKPT_HEADER_BYTES && strncmp(header, "course-checkpoint ", got < 18 ? got : 18) == 0) {
-        fclose(f);
+    long long version = 0;
+    int bad = -1;
+    if (got < CKPT_HEADER_BYTES && strncmp(header, "course-checkpoint ", got < 18 ? got : 18) == 0)
         snprintf(why, size, "%s: torn: %zu bytes, shorter than its header", path, got);
-        return -1;
-    }
-    if (!parse_header(header, h)) {
-        fclose(f);
-        snprintf(why, size, "%s: not a checkpoint of this course (its header does not read)", path);
-        return -1;
-    }
-    size_t body = payload_bytes(h), want = body + CKPT_TRAILER_BYTES;
-    unsigned char *buf = (unsigned char *)malloc(want + 1);
-    if (!buf) {
-        fclose(f);
-        snprintf(why, size, "%s: out of memory", path);
-        return -1;
-    }
-    got = fread(buf, 1, want + 1, f);  // one more: a file longer than its header says is not this one
+    else if (memchr(header, '\0', got) || !parse_header(header, h, &version))
+        snprintf(why, size,
+                 version && version != CKPT_VERSION
+                     ? "%s: a checkpoint of another version of the course (its header does not read)"
+                     : "%s: not a checkpoint of this course (its header does not read)",
+                 path);
+    else if (h->losses != h->batch + 1)  // a restore writes that many into the run's loss arrays
+        snprintf(why, size, "%s: its header says %lld losses after batch %lld, where a checkpoint holds batch + 1",
+                 path, h->losses, h->batch);
+    else
+        bad = read_body(f, path, h, params, losses, ckpt_fnv1a(CKPT_FNV_START, header, CKPT_HEADER_BYTES), stored, why,
+                        size);
     fclose(f);
-    if (got != want) {
-        free(buf);
-        snprintf(why, size, "%s: torn: %zu bytes where its header says %zu", path, CKPT_HEADER_BYTES + got,
-                 CKPT_HEADER_BYTES + want);
-        return -1;
+    if (bad && params) {
+        free(*params);
+        *params = NULL;
     }
-    uint64_t s = ckpt_fnv1a(ckpt_fnv1a(CKPT_FNV_START, header, CKPT_HEADER_BYTES), buf, body);
-    unsigned long long stored = 0;
-    char trailer[CKPT_TRAILER_BYTES + 1];
-    memcpy(trailer, buf + body, CKPT_TRAILER_BYTES);
-    trailer[CKPT_TRAILER_BYTES] = '\0';
-    if (sscanf(trailer, "checksum %16llx", &stored) != 1 || stored != s) {
-        free(buf);
-        snprintf(why, size, "%s: corrupt: its checksum is %016llx, its bytes sum to %016llx", path, stored,
-                 (unsigned long long)s);
-        return -1;
+    if (bad && losses) {
+        free(*losses);
+        *losses = NULL;
     }
-    if (params) {
-        *params = (float *)malloc((size_t)h->params * sizeof(float));
-        if (*params) memcpy(*params, buf, (size_t)h->params * sizeof(float));
-    }
-    if (losses) {
-        *losses = (double *)malloc((size_t)(h->losses ? h->losses : 1) * sizeof(double));
-        if (*losses && h->losses)
-            memcpy(*losses, buf + (size_t)h->params * sizeof(float), (size_t)h->losses * sizeof(double));
-    }
-    free(buf);
-    if ((params && !*params) || (losses && !*losses)) {
-        snprintf(why, size, "%s: out of memory", path);
-        return -1;
-    }
-    return 0;
+    return bad;
+}
+
+int ckpt_read_rank(const char *path, ckpt_header *h, float **params, double **losses, char *why, size_t size)
+{
+    uint64_t stored = 0;
+    return ckpt_read_rank_sum(path, h, params, losses, &stored, why, size);
 }
 
 // ----------------------------------------------------------------------------
@@ -153,14 +189,39 @@ int ckpt_read_rank(const char *path, ckpt_header *h, float **params, double **lo
 
 void ckpt_manifest_text(const ckpt_manifest *m, char *out, size_t size)
 {
-    size_t n = (size_t)snprintf(out, size,
-                                "course-checkpoint-manifest 1\nbatch %lld\nworld %d\nshape %s\nparams %lld\n"
-                                "seed %d\n",
-                                m->batch, m->world, m->shape, m->params, m->seed);
-    for (int r = 0; r < m->world && n < size; r++)
-        n += (size_t)snprintf(out + n, size - n, "rank %d rank%d.bin %lld %016llx\n", r, r, m->size[r],
-                              (unsigned long long)m->sum[r]);
-    if (n < size) snprintf(out + n, size - n, "end\n");
+    int n = snprintf(out, size, "course-checkpoint-manifest %d\nbatch %lld\n", CKPT_VERSION, m->batch);
+    int k = n >= 0 && (size_t)n < size ? ckpt_run_write(&m->run, '\n', out + n, size - (size_t)n) : -1;
+    size_t at = k < 0 ? size : (size_t)(n + k);
+    for (int r = 0; r < m->run.world && at < size; r++)
+        at += (size_t)snprintf(out + at, size - at, "rank %d rank%d.bin %lld %016llx\n", r, r, m->size[r],
+                               (unsigned long long)m->sum[r]);
+    if (at < size) snprintf(out + at, size - at, "end\n");
+}
+
+// "rank R rankR.bin SIZE CHECKSUM" of rank r
+static int parse_rank_line(char **p, int r, ckpt_manifest *m)
+{
+    long long rank = -1;
+    char name[32], want[32], sum[32], *end = NULL;
+    snprintf(want, sizeof want, "rank%d.bin", r);
+    if (!ckpt_next_key(p, "rank") || !ckpt_next_int(p, r, r, &rank) || !ckpt_next_word(p, name, sizeof name) ||
+        strcmp(name, want) != 0 || !ckpt_next_int(p, 0, 1LL << 50, &m->size[r]) ||
+        !ckpt_next_word(p, sum, sizeof sum) || strlen(sum) != 16 || strspn(sum, "0123456789abcdef") != 16)
+        return 0;
+    m->sum[r] = (uint64_t)strtoull(sum, &end, 16);
+    return 1;
+}
+
+static int parse_manifest(char *text, ckpt_manifest *m)
+{
+    long long version = 0;
+    if (!ckpt_next_key(&text, "course-checkpoint-manifest") ||
+        !ckpt_next_int(&text, CKPT_VERSION, CKPT_VERSION, &version) || !ckpt_next_key(&text, "batch") ||
+        !ckpt_next_int(&text, 0, MAX_BATCH - 1, &m->batch) || !ckpt_run_read(&text, &m->run))
+        return 0;
+    for (int r = 0; r < m->run.world; r++)
+        if (!parse_rank_line(&text, r, m)) return 0;
+    return ckpt_next_key(&text, "end") && ckpt_at_end(text);
 }
 
 int ckpt_read_manifest(const char *path, ckpt_manifest *m, char *why, size_t size)
@@ -171,103 +232,16 @@ int ckpt_read_manifest(const char *path, ckpt_manifest *m, char *why, size_t siz
         snprintf(why, size, "%s: %s (no manifest: the checkpoint was never completed)", path, strerror(errno));
         return -1;
     }
-    char line[256];
-    int version = 0, ok = 1, ended = 0;
-    ok = fgets(line, sizeof line, f) && sscanf(line, "course-checkpoint-manifest %d", &version) == 1 && version == 1;
-    ok = ok && fgets(line, sizeof line, f) && sscanf(line, "batch %lld", &m->batch) == 1;
-    ok = ok && fgets(line, sizeof line, f) && sscanf(line, "world %d", &m->world) == 1 && m->world >= 1 &&
-         m->world <= CKPT_MAX_RANKS;
-    ok = ok && fgets(line, sizeof line, f) && sscanf(line, "shape %127s", m->shape) == 1;
-    ok = ok && fgets(line, sizeof line, f) && sscanf(line, "params %lld", &m->params) == 1;
-    ok = ok && fgets(line, sizeof line, f) && sscanf(line, "seed %d", &m->seed) == 1;
-    for (int r = 0; ok && r < m->world; r++) {
-        int rank = -1, named = -1;
-        unsigned long long sum = 0;
-        ok = fgets(line, sizeof line, f) &&
-             sscanf(line, "rank %d rank%d.bin %lld %16llx", &rank, &named, &m->size[r], &sum) == 4 && rank == r &&
-             named == r;
-        m->sum[r] = sum;
-    }
-    ended = ok && fgets(line, sizeof line, f) && strcmp(line, "end\n") == 0;
+    char *text = (char *)malloc(MANIFEST_MAX_BYTES + 1);
+    size_t got = text ? fread(text, 1, MANIFEST_MAX_BYTES + 1, f) : 0;
     fclose(f);
-    if (!ended) {
+    int ok = text && got <= MANIFEST_MAX_BYTES && !memchr(text, '\0', got);
+    if (ok) text[got] = '\0';
+    ok = ok && parse_manifest(text, m);
+    free(text);
+    if (!ok) {
         snprintf(why, size, "%s: the manifest does not read (torn, or not one of this course's)", path);
         return -1;
     }
     return 0;
-}
-
-// ----------------------------------------------------------------------------
-// which checkpoint
-
-int ckpt_check(const char *root, long long batch, ckpt_manifest *m, char *why, size_t size)
-{
-    char path[1200];
-    ckpt_manifest_file(root, batch, path, sizeof path);
-    if (ckpt_read_manifest(path, m, why, size) != 0) return -1;
-    if (m->batch != batch) {
-        snprintf(why, size, "%s: says batch %lld, in the folder of batch %lld", path, m->batch, batch);
-        return -1;
-    }
-    for (int r = 0; r < m->world; r++) {
-        ckpt_header h;
-        ckpt_rank_file(root, batch, r, path, sizeof path);
-        if (ckpt_read_rank(path, &h, NULL, NULL, why, size) != 0) return -1;
-        size_t bytes = CKPT_HEADER_BYTES + payload_bytes(&h) + CKPT_TRAILER_BYTES;
-        if (h.rank != r || h.world != m->world || h.batch != batch || h.params != m->params ||
-            strcmp(h.shape, m->shape) != 0 || (long long)bytes != m->size[r]) {
-            snprintf(why, size, "%s: its header does not match the manifest", path);
-            return -1;
-        }
-        FILE *f = fopen(path, "rb");  // the checksum the manifest holds: the same file, not an older one
-        unsigned long long stored = 0;
-        char trailer[CKPT_TRAILER_BYTES + 1] = "";
-        if (f) {
-            if (fseek(f, -(long)CKPT_TRAILER_BYTES, SEEK_END) == 0 &&
-                fread(trailer, 1, CKPT_TRAILER_BYTES, f) == CKPT_TRAILER_BYTES)
-                trailer[CKPT_TRAILER_BYTES] = '\0';
-            fclose(f);
-        }
-        if (sscanf(trailer, "checksum %16llx", &stored) != 1 || stored != m->sum[r]) {
-            snprintf(why, size, "%s: its checksum is not the manifest's", path);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-int ckpt_list(const char *root, long long *batches, int max)
-{
-    DIR *d = opendir(root);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < max) {
-        char *end = NULL;
-        if (strncmp(e->d_name, "ckpt-", 5) != 0) continue;
-        long long b = strtoll(e->d_name + 5, &end, 10);
-        if (end == e->d_name + 5 || *end || b < 0) continue;
-        batches[n++] = b;
-    }
-    closedir(d);
-    for (int i = 1; i < n; i++)  // newest first
-        for (int j = i; j > 0 && batches[j] > batches[j - 1]; j--) {
-            long long t = batches[j];
-            batches[j] = batches[j - 1];
-            batches[j - 1] = t;
-        }
-    return n;
-}
-
-long long ckpt_latest(const char *root, ckpt_manifest *m, void (*skipped)(void *ctx, long long batch, const char *why),
-                      void *ctx)
-{
-    long long batches[1024];
-    int n = ckpt_list(root, batches, 1024);
-    for (int k = 0; k < n; k++) {
-        char why[1400];
-        if (ckpt_check(root, batches[k], m, why, sizeof why) == 0) return batches[k];
-        if (skipped) skipped(ctx, batches[k], why);
-    }
-    return -1;
 }

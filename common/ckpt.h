@@ -7,19 +7,22 @@
 //   ROOT/ckpt-00000019/manifest                     written last, by rank 0, once every rank's
 //                                                   file is there: no manifest, no checkpoint
 //
-// A rank file: a 256-byte text header ("course-checkpoint 1 rank R world W batch B params N
-// losses L shape 64,256,8 seed S", padded with spaces, a newline last), the N weights (float),
-// the L losses taken so far (double), then "checksum HHHHHHHHHHHHHHHH\n": FNV-1a 64 of all
+// A rank file: a 512-byte text header ("course-checkpoint 2 rank R batch B losses L" and the
+// run's fields, "world W shape 64,256,8 params N seed S global-batch G rank-batch b lr X
+// prep-work P bucket-bytes K", padded with spaces, a newline last), the N weights (float), the
+// L = B + 1 losses taken so far (double), then "checksum HHHHHHHHHHHHHHHH\n": FNV-1a 64 of all
 // that comes before it. The manifest, text:
-//   course-checkpoint-manifest 1
+//   course-checkpoint-manifest 2
 //   batch 19
-//   world 2
-//   shape 64,256,8
-//   params 18696
-//   seed 1
+//   world 2                    the run's fields, one a line, in the header's order
+//   ...
+//   bucket-bytes 26214400
 //   rank 0 rank0.bin SIZE CHECKSUM
 //   rank 1 rank1.bin SIZE CHECKSUM
 //   end
+// A file is read as untrusted input: every number is bounded, the sizes its header gives are
+// checked against the file's own before anything is allocated, and the checksum is computed
+// while the file streams through a small buffer (a check needs no memory of the file's size).
 #ifndef COMMON_CKPT_H
 #define COMMON_CKPT_H
 
@@ -30,26 +33,53 @@
 extern "C" {
 #endif
 
-#define CKPT_HEADER_BYTES 256
+#define CKPT_VERSION 2
+#define CKPT_HEADER_BYTES 512
 #define CKPT_TRAILER_BYTES 26  // "checksum " + 16 hex digits + "\n"
 #define CKPT_MAX_RANKS 256
 #define CKPT_KEEP 2  // complete checkpoints kept: the newest and the one before it
 
+// What makes a run this run: two runs that differ in any of these do not compute the same
+// bits, so a checkpoint of one is never resumed by the other. Every rank's file and the
+// manifest carry all of them; ckpt_run_differs names the first that differs.
 typedef struct {
-    int rank, world;
+    int world;               // ranks
+    char shape[128];         // every layer's width: "64,256,256,8"
+    long long params;        // weights
+    int seed;                // --seed: the data and the first weights
+    int global_batch;        // --batch: samples per step, every rank together
+    int rank_batch;          // samples per rank and step
+    double lr;               // --lr
+    int prep_work;           // --prep-work: how the host prepares the data
+    long long bucket_bytes;  // --bucket-mib: how the gradients are cut for their all-reduces
+} ckpt_run;
+
+// The fields of ckpt_run, in the files' order: a mask of them says which to compare.
+typedef enum {
+    CKPT_WORLD,
+    CKPT_SHAPE,
+    CKPT_PARAMS,
+    CKPT_SEED,
+    CKPT_GLOBAL_BATCH,
+    CKPT_RANK_BATCH,
+    CKPT_LR,
+    CKPT_PREP_WORK,
+    CKPT_BUCKET_BYTES,
+    CKPT_FIELDS
+} ckpt_field;
+#define CKPT_EVERY_FIELD ((1u << CKPT_FIELDS) - 1)
+#define CKPT_FIELD(f) (1u << (f))
+
+typedef struct {
+    int rank;
     long long batch;   // the last batch done: a resume starts at batch + 1
-    long long params;  // weights
-    long long losses;  // losses taken so far (batch + 1)
-    char shape[128];   // "64,256,256,8": every layer's width
-    int seed;
+    long long losses;  // losses taken so far: always batch + 1
+    ckpt_run run;
 } ckpt_header;
 
 typedef struct {
     long long batch;
-    int world;
-    char shape[128];
-    long long params;
-    int seed;
+    ckpt_run run;
     long long size[CKPT_MAX_RANKS];
     uint64_t sum[CKPT_MAX_RANKS];
 } ckpt_manifest;
@@ -59,6 +89,20 @@ uint64_t ckpt_fnv1a(uint64_t h, const void *data, size_t bytes);  // start with 
 
 // "64,256,256,8" from the widths of layers 0..layers
 void ckpt_shape_text(const int *dims, int layers, char *out, size_t size);
+// 1 when `text` reads as layer widths ("64,256,8": at least two whole numbers from 1, commas between)
+int ckpt_shape_valid(const char *text);
+
+// A run's fields from the lesson's own values (shape from the widths of layers 0..layers).
+void ckpt_run_init(ckpt_run *r, int world, const int *dims, int layers, long long params, int seed, int global_batch,
+                   int rank_batch, double lr, int prep_work, long long bucket_bytes);
+
+// 0 when `have` (a checkpoint's) and `want` (this run's) agree in every field of `fields`
+// (CKPT_EVERY_FIELD, or CKPT_FIELD(CKPT_WORLD) | ...); else 1 and, in `why`, the first that
+// differs, named as its option: "was trained with --batch 64, this run has --batch 128".
+int ckpt_run_differs(const ckpt_run *have, const ckpt_run *want, unsigned fields, char *why, size_t size);
+
+// 0 when header `h` is rank `rank`'s of checkpoint `batch` of run `run`; else 1 and why.
+int ckpt_header_differs(const ckpt_header *h, long long batch, int rank, const ckpt_run *run, char *why, size_t size);
 
 // ROOT/ckpt-%08lld, and ROOT/ckpt-%08lld/rankR.bin, ROOT/ckpt-%08lld/manifest
 void ckpt_folder(const char *root, long long batch, char *out, size_t size);
@@ -66,12 +110,14 @@ void ckpt_rank_file(const char *root, long long batch, int rank, char *out, size
 void ckpt_manifest_file(const char *root, long long batch, char *out, size_t size);
 
 // A rank's state as the bytes of its file (malloc'd; free it): header, weights, losses, trailer.
+// NULL when the header does not fit or memory is short.
 unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const double *losses, size_t *size,
                            uint64_t *sum);
 
-// Reads and checks a rank file whole; on success 0, the header, and (when not NULL) malloc'd
-// copies of the weights and losses. -1 and one line in `why`: missing, torn (shorter than its
-// header says), corrupt (its checksum does not match), not a checkpoint.
+// Reads and checks a rank file; on success 0, the header, and (when not NULL) malloc'd copies
+// of the weights and losses. -1 and one line in `why`: missing, torn (shorter than its header
+// says), longer than its header says, corrupt (its checksum does not match), not a checkpoint
+// (a header that does not read, a number out of its bounds, losses other than batch + 1).
 int ckpt_read_rank(const char *path, ckpt_header *h, float **params, double **losses, char *why, size_t size);
 
 // The manifest's text (a newline last), and its reading: 0, or -1 with `why`.
@@ -82,14 +128,23 @@ int ckpt_read_manifest(const char *path, ckpt_manifest *m, char *why, size_t siz
 // header against the manifest). 0, or -1 with why.
 int ckpt_check(const char *root, long long batch, ckpt_manifest *m, char *why, size_t size);
 
-// The batches of the checkpoint folders under root, newest first (at most max); how many.
-int ckpt_list(const char *root, long long *batches, int max);
+// The batches of the checkpoint folders under root, newest first, however many: *batches is
+// malloc'd (free it). Their count, or -1 with errno when root cannot be read.
+int ckpt_list(const char *root, long long **batches);
 
 // The newest complete checkpoint under root: its batch (and manifest), or -1 when none. Each
 // newer folder skipped is reported through skipped(ctx, batch, why) when it is not NULL: a torn
 // or corrupt checkpoint is passed over for the one before it.
 long long ckpt_latest(const char *root, ckpt_manifest *m, void (*skipped)(void *ctx, long long batch, const char *why),
                       void *ctx);
+
+// Once checkpoint `newest` is complete (its manifest written): removes the folders of older
+// checkpoints that no restart needs: those without a manifest (their ranks died before rank 0
+// wrote it), and those with one beyond the CKPT_KEEP newest with one (`newest` among them).
+// Never `newest`, never a newer one (an earlier attempt's), and never because a file fails to
+// read: a manifest's presence alone decides, so a re-check that fails for want of memory, or
+// on a bad disk block, removes nothing. Returns how many folders it removed.
+int ckpt_prune(const char *root, long long newest);
 
 #ifdef __cplusplus
 }

@@ -10,6 +10,7 @@
 #include "dist.h"
 #include "dist_parts.h"  // dist_note_early_exit
 #include "exit_codes.h"  // EXIT_NO_GPU
+#include "own_file.h"    // own_folder_check: the rendezvous folder is this user's
 #include "timing.h"      // wall_clock_s
 
 // Reads an integer variable; returns 0 when it is not set. A value that is not a whole number
@@ -145,6 +146,8 @@ void dist_configure(dist_env *d, const char *folder, double timeout_s)
         if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode))
             usage_error(d->name, "%s %s: no such folder (the rendezvous folder must exist and be shared by every rank)",
                         from, folder);
+        char why[1300];
+        if (own_folder_check(folder, why, sizeof why) != 0) usage_error(d->name, "%s %s", from, why);
         if (strlen(folder) >= sizeof d->folder - 64) usage_error(d->name, "%s %s: the path is too long", from, folder);
         snprintf(d->folder, sizeof d->folder, "%s", folder);
     } else if (d->world > 1) {

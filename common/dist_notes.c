@@ -5,10 +5,11 @@
 //                        share NCCL's id, its hash is the run's fingerprint and a note of another
 //                        run never matches; a note written before its rank had the id (the
 //                        fingerprint "-") counts only when written after this process started
-//                        (a few seconds' slack).
+//                        (a few seconds' slack), and never when dated in the future.
 //
 // Every file in the folder is written whole under a temporary name, then renamed: a rank that
-// finds one finds all of it.
+// finds one finds all of it. The temporary file is made new, 0600, never through a link
+// (own_file.h).
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +18,8 @@
 
 #include "dist.h"
 #include "dist_parts.h"
-#include "timing.h"  // wall_clock_s
+#include "own_file.h"  // own_file_create
+#include "timing.h"    // wall_clock_s
 
 #define NOTE_SLACK_S 5.0  // a note without a fingerprint counts from this long before this process's start
 
@@ -27,7 +29,7 @@ int dist_write_whole(const char *path, const char *text)
 {
     char tmp[1300];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    FILE *f = own_file_create(tmp);
     if (!f) return -1;
     int bad = fputs(text, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0;
     bad = fclose(f) != 0 || bad;
@@ -64,7 +66,7 @@ static int note_is_ours(const dist_env *d, const char *text, char *message, size
     // a fingerprint is the run's own once its id is shared: this rank has read it before any
     // rank of its run could fail with it (the id is read first, then the others connect)
     if (strcmp(fp, "-") != 0) return d->fingerprint[0] && strcmp(fp, d->fingerprint) == 0;
-    return written >= d->started_s - NOTE_SLACK_S;
+    return written >= d->started_s - NOTE_SLACK_S && written <= wall_clock_s() + NOTE_SLACK_S;
 }
 
 int dist_failed_rank(const dist_env *d, char *message, size_t size)

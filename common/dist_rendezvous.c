@@ -3,7 +3,9 @@
 //
 //   nccl-id.RUN          rank 0's NCCL unique id, the time it was written, and the run's rank
 //                        count: "HEX WRITTEN_S WORLD". An id written long before this process
-//                        started is an earlier run's (a crash leaves one): never read.
+//                        started is an earlier run's (a crash leaves one): never read; nor is
+//                        one dated later than now (beyond the clocks' slack): a date in the
+//                        future would make a stale file look fresh for ever.
 //
 // It is written whole under a temporary name, then renamed (dist_write_whole): a rank that finds
 // it finds all of it.
@@ -62,7 +64,8 @@ static id_state read_id_file(const dist_env *d, const char *path, ncclUniqueId *
     if (!got || strlen(line) < 2 * sizeof id->internal ||
         sscanf(line + 2 * sizeof id->internal, "%lf %d", &written, world) != 2)
         return ID_NONE;
-    if (written < d->started_s - ID_MAX_AGE_S) return ID_STALE;
+    if (!(written >= d->started_s - ID_MAX_AGE_S && written <= wall_clock_s() + ID_MAX_AGE_S))
+        return ID_STALE;  // nan too
     for (size_t k = 0; k < sizeof id->internal; k++) {
         unsigned v = 0;
         if (sscanf(line + 2 * k, "%2x", &v) != 1) return ID_NONE;
@@ -86,7 +89,8 @@ void dist_read_id(dist_env *d, ncclUniqueId *id)
             dist_abort(d,
                        "rank 0's NCCL id did not appear in %s within %.0f s%s: is rank 0 running, and does it see "
                        "the same folder? (--timeout-s)",
-                       path, d->timeout_s, stale ? " (an earlier run's id is there, and was skipped)" : "");
+                       path, d->timeout_s,
+                       stale ? " (an id of an earlier run, or dated in the future, is there and was skipped)" : "");
         host_sleep_ms(ID_POLL_MS);
     }
     if (world != d->world)

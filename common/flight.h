@@ -27,6 +27,8 @@ extern "C" {
 typedef enum { FLIGHT_ALL_REDUCE, FLIGHT_ALL_GATHER, FLIGHT_SEND, FLIGHT_RECV, FLIGHT_OPS } flight_op;
 
 #define FLIGHT_MAX_SLOTS 65536
+#define FLIGHT_MAX_RANKS 4096          // tools/launch starts at most this many
+#define FLIGHT_MAX_NUMBER (1LL << 50)  // any count, size, batch or call number read from a ring
 
 typedef struct {
     long long seq;    // this rank's call number, from 0
@@ -52,6 +54,7 @@ typedef struct {
 } flight_ring;
 
 const char *flight_op_name(int op);  // "all-reduce", "all-gather", "send", "recv"
+int flight_is_p2p(int op);           // send, recv: numbered per peer, apart from the collectives
 
 // "all-reduce #37 (batch 12, bucket 2, 16.0 MiB)"
 void flight_describe(const flight_entry *e, char *out, size_t size);
@@ -59,7 +62,9 @@ void flight_describe(const flight_entry *e, char *out, size_t size);
 // Writes the ring to `path` whole (a temporary file, then rename): 0, or -1 with errno.
 int flight_write(const char *path, const flight_ring *r);
 
-// Reads a ring file: 0, or -1 with the reason in `why` (one line).
+// Reads a ring file: 0, or -1 with the reason in `why` (one line): a line that does not read,
+// or a number out of its bounds (a world of 1 to FLIGHT_MAX_RANKS, a peer among its ranks, a
+// call number below `calls`, an index at most its call number, ...).
 int flight_read(const char *path, flight_ring *r, char *why, size_t size);
 void flight_free(flight_ring *r);
 
@@ -70,7 +75,9 @@ void flight_free(flight_ring *r);
 // partner differs or never came ("rank 0 waits in recv #12 from rank 1 (...); rank 1 never
 // sent #12"); a rank that left no ring, and the call the others wait in; a call that one rank
 // waits in and another never issued. Returns 1 when it named a divergence or a call that never
-// completed, 0 when every ring agrees and every call completed (the line says so).
+// completed, 0 when every ring agrees and every call completed (the line says so), -1 out of
+// memory. It walks the entries the rings hold, never a range of numbers: a ring's call numbers
+// may be anything flight_read lets through. world: at most FLIGHT_MAX_RANKS.
 int flight_diverge(flight_ring *const *rings, int world, char *line, size_t size);
 
 #ifdef __cplusplus

@@ -107,6 +107,24 @@ rel() {
     assert_equal "$(grep -c "no usable GPU" <<<"$stderr")" 2
 }
 
+@test "12 a rendezvous folder open to every user, or of another user: one line, exit code 2, before any GPU work" {
+    need_nccl
+    mkdir "$BATS_TEST_TMPDIR/open" "$BATS_TEST_TMPDIR/theirs"
+    chmod 777 "$BATS_TEST_TMPDIR/open"
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$BATS_TEST_TMPDIR/open" \
+        "$ROOT/tests/timed" 60 "$BIN/$P" $SMALL12
+    assert_equal "$status" 2
+    assert_equal "$(grep -c . <<<"$stderr")" 1
+    [[ "$stderr" == *"RENDEZVOUS_DIR $BATS_TEST_TMPDIR/open can be written by every user (mode 777)"* ]] || fail "$stderr"
+    if [ "$(id -u)" = 0 ]; then  # only root can give a folder away
+        chown 65534 "$BATS_TEST_TMPDIR/theirs"
+        run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=0 WORLD_SIZE=2 "$ROOT/tests/timed" 60 "$BIN/$P" $SMALL12 \
+            --rendezvous "$BATS_TEST_TMPDIR/theirs"
+        assert_equal "$status" 2
+        [[ "$stderr" == *"--rendezvous $BATS_TEST_TMPDIR/theirs belongs to user 65534"* ]] || fail "$stderr"
+    fi
+}
+
 @test "12 tools/launch: the environment of every rank, simulated nodes, a fresh folder and run id, exit codes, and ranks outliving a failed one stopped" {
     first_run="" hosts=""
     cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
@@ -270,7 +288,8 @@ EOF
         f=$BATS_TEST_TMPDIR/v.json
         assert_equal "$(json_get "$f" losses_taken)" "$NB"
         assert_equal "$(json_get "$f" runs_identical)" true
-        assert_equal "$(json_get "$f" ranks_identical)" true
+        # one rank: what the ranks' all-gather of checksums holds is this rank's own final weights
+        assert_equal "$(json_get "$f" world_size) $(json_get "$f" weights_checksums)" "1 $(json_get "$f" weights_checksum)"
         assert_equal "$(json_get "$f" overlap)" "$mode"
         assert_equal "$(json_get "$f" buckets)" 3
         # both variants ran, round-robin, every run checked: (1 warm-up + 2 timed) x 2
@@ -421,6 +440,36 @@ assert_four_ranks() {
     assert_num "$(json_get "$BATS_TEST_TMPDIR/c.json" cpu_check_max_rel)" "<=" 1e-4 "relative difference from the CPU"
 }
 
+# first_bucket_early TRACE: "k/n": of the n steps in the run window, in how many rank 0's first
+# all-reduce started before the second relu_back_kernel after the step's loss_kernel ended (the
+# error product of layer 3, the lowest layer of the first bucket of the default model, 4-3|2|1)
+first_bucket_early() {
+    local compute comm
+    compute=$(trace_kernels "$1" run compute)
+    comm=$(trace_kernels "$1" run comm)
+    jq -rn --argjson c "$compute" --argjson n "$comm" '
+        [$c[] | select(.name == "loss_kernel") | .ts as $t
+            | ([$c[] | select(.name == "relu_back_kernel" and .ts > $t)][1]) as $r
+            | ([$n[] | select((.name | startswith("nccl")) and .ts > $t)][0]) as $k
+            | select($r != null and $k != null) | ($k.ts < $r.end)] as $v
+        | "\([$v[] | select(.)] | length)/\($v | length)"'
+}
+
+# bats test_tags=ranks,gpu
+@test "12 two ranks, trace: a bucket's all-reduce starts under its lowest layer's error product (--ready-after weights), not after it (layer)" {
+    need_nccl_gpu
+    for mode in weights layer; do
+        run_ranks 2 $mode "$P" --batches 6 --reps 1 --warmup 0 --prep-work 0 --ready-after $mode \
+            --trace "$BATS_TEST_TMPDIR/$mode.json"
+        assert_success
+    done
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/weights.json" bucket_plan)" "4-3|2|1"
+    layer=$(first_bucket_early "$BATS_TEST_TMPDIR/layer.rank0.json")
+    weights=$(first_bucket_early "$BATS_TEST_TMPDIR/weights.rank0.json")
+    assert_equal "$layer" "0/6"  # it waits for an event recorded after that product: never before
+    assert_num "${weights%/*}" ">=" 4 "steps (of ${weights#*/}) whose first all-reduce started under layer 3's error product"
+}
+
 # bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce
 @test "12 two ranks, traces: one per rank, merged with a process row each; one all-reduce per bucket and batch" {
     need_nccl_gpu
@@ -457,7 +506,7 @@ assert_four_ranks() {
 }
 
 # bats test_tags=gpu
-@test "12 a rendezvous folder with an earlier run's id and notes: skipped, the run passes" {
+@test "12 a rendezvous folder with an earlier run's id and notes, or ones dated in the future: skipped, the run passes or waits" {
     need_nccl_gpu
     rv=$BATS_TEST_TMPDIR/rv
     mkdir "$rv"
@@ -482,6 +531,17 @@ assert_four_ranks() {
         "$ROOT/tests/timed" 60 "$BIN/$P" $SMALL12
     assert_equal "$status" 2
     [[ "$stderr" == *"has 4 ranks, this rank was started as one of 2"* ]] || fail "got: $stderr"
+    # an id of 4 ranks and rank 0's failure note, both dated a day ahead: neither trusted (a date
+    # in the future would make a stale file look fresh for ever): the rank waits for the real id
+    # until its time limit, and says why, rather than taking the id (exit code 2) or the note
+    tomorrow=$(($(date +%s) + 86400))
+    printf '%0256d %s.000 4\n' 7 "$tomorrow" >"$rv/nccl-id.job9"
+    printf -- '- %s.000 a note from tomorrow\n' "$tomorrow" >"$rv/failed.job9.rank0"
+    run --separate-stderr env RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 RUN_ID=job9 RENDEZVOUS_DIR="$rv" \
+        "$ROOT/tests/timed" 60 "$BIN/$P" $SMALL12 --timeout-s 3
+    assert_equal "$status" 1
+    [[ "$stderr" == *"did not appear in $rv/nccl-id.job9 within 3 s (an id of an earlier run, or dated in the future, is there and was skipped)"* ]] ||
+        fail "got: $stderr"
 }
 
 # bats test_tags=ranks,gpu

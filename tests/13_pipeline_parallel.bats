@@ -42,8 +42,54 @@ most_alive() {
         printf "%s%d", (n++ ? "," : ""), most } END { print "" }'
 }
 
+# schedule_bubble: for the lines "stage S: F0 F1 B0 ..." (--show-schedule), the idle share of the
+# step when every stage runs its order, each forward and backward one unit long, a hand-over
+# free: a forward of micro-batch i on stage s starts once stage s-1's is done, a backward once
+# stage s+1's is (the last stage's once its own forward is). 1 - 2m / (the step's length), to 9
+# digits as --json writes it; "deadlock" when the orders wait on each other for ever.
+schedule_bubble() {
+    awk '/^stage [0-9]+:/ { s = $2 + 0; n[s] = NF - 2; for (k = 3; k <= NF; k++) op[s, k - 3] = $k
+                            if (s + 1 > p) p = s + 1; total += NF - 2 }
+    END {
+        for (s = 0; s < p; s++) { at[s] = 0; free[s] = 0 }
+        while (finished < total) {
+            moved = 0
+            for (s = 0; s < p; s++) {
+                if (at[s] >= n[s]) continue
+                o = op[s, at[s]]; kind = substr(o, 1, 1); i = substr(o, 2) + 0
+                if (kind == "F") after = s == 0 ? "" : "F" SUBSEP (s - 1) SUBSEP i
+                else after = s == p - 1 ? "F" SUBSEP s SUBSEP i : "B" SUBSEP (s + 1) SUBSEP i
+                if (after != "" && !(after in done)) continue
+                t = (after != "" && done[after] > free[s] ? done[after] : free[s]) + 1
+                done[kind SUBSEP s SUBSEP i] = t; free[s] = t; at[s]++; finished++; moved = 1
+                if (t > step) step = t
+            }
+            if (!moved) { print "deadlock"; exit }
+        }
+        printf "%.9g\n", 1 - n[0] / step
+    }'
+}
+
 # ----------------------------------------------------------------------------
 # no GPU needed
+
+# bats test_tags=ex:13-one-f-one-b
+@test "13 the schedules printed take (p-1)/(m+p-1) of the step idle, one unit per pass: the bubble the report gives" {
+    need_nccl
+    for pm in "2 8" "4 2" "3 4" "4 16" "1 4" "4 4"; do
+        read -r p m <<<"$pm"
+        want=$(awk -v p="$p" -v m="$m" 'BEGIN { printf "%.9g\n", (p - 1) / (m + p - 1) }')
+        for schedule in 1f1b gpipe; do
+            run prog "$P" --show-schedule --stages "$p" --micro-batches "$m" --layers 4 --schedule $schedule
+            assert_success
+            assert_equal "$(schedule_bubble <<<"$output")" "$want"
+        done
+    done
+    # the simulation itself: a stage that waits for an error before sending its forward; a last
+    # stage that takes its backwards in the wrong order idles 3 of 7 units, not (p-1)/(m+p-1) = 1/3
+    assert_equal "$(printf 'stage 0: B0 F0\nstage 1: F0 B0\n' | schedule_bubble)" deadlock
+    assert_equal "$(printf 'stage 0: F0 F1 B0 B1\nstage 1: F0 F1 B1 B0\n' | schedule_bubble)" 0.428571429
+}
 
 @test "13 builds, and --help lists its options, one default each inside its range, and how to run ranks on one GPU" {
     need_nccl
@@ -383,14 +429,33 @@ assert_stages_match() {
 }
 
 # bats test_tags=ranks
-@test "13 the bubble the report predicts is (p-1)/(m+p-1), with the stages and micro-batches of the run" {
+@test "13 the bubble the report predicts is the idle share of the schedule it runs, with the stages and micro-batches of the run" {
     need_nccl_gpu
-    run_ranks 2 r "$P" $SMALL --micro-batches 8 --reps 1 --warmup 0
-    assert_success
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" bubble_model)" 0.111111111  # 1/9, to 9 digits
-    run_ranks 4 r "$P" $SMALL --micro-batches 2 --reps 1 --warmup 0
-    assert_success
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" bubble_model)" 0.6  # 3/5
+    for pm in "2 8" "4 2"; do
+        read -r p m <<<"$pm"
+        run prog "$P" $SMALL --show-schedule --stages "$p" --micro-batches "$m"
+        assert_success
+        want=$(schedule_bubble <<<"$output")
+        run_ranks "$p" r "$P" $SMALL --micro-batches "$m" --reps 1 --warmup 0
+        assert_success
+        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" bubble_model)" "$want"
+    done
+}
+
+# bats test_tags=ranks,gpu
+@test "13 two stages, trace: a receive posted late runs only while the compute stream waits for it (--post-recv late), early beside it" {
+    need_nccl_gpu
+    for mode in late early; do
+        run_ranks 2 $mode "$P" $SMALL13 --reps 1 --warmup 0 --post-recv $mode --trace "$BATS_TEST_TMPDIR/$mode.json"
+        assert_success
+        # stage 0 receives only errors, on its bwd track: during how many did a product start?
+        bwd=$(trace_kernels "$BATS_TEST_TMPDIR/$mode.rank0.json" run bwd)
+        compute=$(trace_kernels "$BATS_TEST_TMPDIR/$mode.rank0.json" run compute)
+        assert_equal "$(jq length <<<"$bwd")" $((NB * 4))  # one receive per micro-batch and batch
+        eval "$mode=$(started_during "$bwd" "$compute")"
+    done
+    assert_equal "$late" 0  # the compute stream waits for the receive it recorded `wanted` for
+    assert_num "$early" ">=" "$NB" "early: receives with a compute kernel starting beside them (one a batch at least)"
 }
 
 # bats test_tags=ranks,gpu,ex:13-one-f-one-b

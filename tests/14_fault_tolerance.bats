@@ -52,6 +52,49 @@ assert_same_bits() {
         "$(json_get "$b" weights_checksum) $(json_get "$b" loss_checksum)"
 }
 
+# fnv1a FILE: the course's FNV-1a 64 of FILE (common/ckpt.c's start value), 16 hex digits. Bash's
+# arithmetic is 64-bit and wraps as C's unsigned multiplication does. In a bash of its own: bats'
+# traps would run at every byte.
+fnv1a() {
+    # shellcheck disable=SC2016
+    bash -c 'h=1469598103934665603; for b in $(od -An -v -tu1 "$0"); do h=$(((h ^ b) * 1099511628211)); done
+             printf "%016x" "$h"' "$1"
+}
+
+# The fixture's run, as a header and a manifest write it: two ranks, --in 4 --hidden 8 --layers 1
+# --out 2 (58 weights), --seed 1, --batch 64, and the defaults of --lr, --prep-work, --bucket-mib.
+FIXTURE_RUN="world 2 shape 4,8,2 params 58 seed 1 global-batch 64 rank-batch 32 lr 0.02 prep-work 5 bucket-bytes 26214400"
+
+# write_rank FILE HEADER PAYLOAD_BYTES: a rank file of zero weights and losses, its checksum right
+write_rank() {
+    printf '%-511s\n' "$2" >"$1"
+    head -c "$3" /dev/zero >>"$1"
+    printf 'checksum %s\n' "$(fnv1a "$1")" >>"$1"
+}
+
+# manifest_line FILE RANK: the manifest's line of a rank file
+manifest_line() {
+    printf 'rank %d rank%d.bin %d %s\n' "$2" "$2" "$(stat -c %s "$1")" "$(tail -c 17 "$1" | head -c 16)"
+}
+
+# make_ckpt ROOT BATCH LOSSES [SED]: a checkpoint of the fixture's run after batch BATCH holding
+# LOSSES losses, every size and checksum right; SED, when given, edits rank 1's header first.
+make_ckpt() {
+    local dir r f head
+    dir=$1/$(printf 'ckpt-%08d' "$2")
+    mkdir -p "$dir"
+    printf 'course-checkpoint-manifest 2\nbatch %d\n%s\n' "$2" "$(tr ' ' '\n' <<<"$FIXTURE_RUN" | paste -d' ' - -)" \
+        >"$dir/manifest"
+    for r in 0 1; do
+        f=$dir/rank$r.bin
+        head="course-checkpoint 2 rank $r batch $2 losses $3 $FIXTURE_RUN"
+        if [ "$r" = 1 ] && [ -n "${4:-}" ]; then head=$(sed "$4" <<<"$head"); fi
+        write_rank "$f" "$head" $((58 * 4 + $3 * 8))
+        manifest_line "$f" "$r" >>"$dir/manifest"
+    done
+    echo end >>"$dir/manifest"
+}
+
 # ----------------------------------------------------------------------------
 # course health: no GPU needed
 
@@ -129,8 +172,29 @@ assert_same_bits() {
     # the same run: it goes on to the GPU (none here: exit code 3, never 2)
     # shellcheck disable=SC2086
     run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" \
-        "$ROOT/tests/timed" 60 "$BIN/$P" $tiny --seed 1
+        "$ROOT/tests/timed" 60 "$BIN/$P" $tiny --seed 1 --lr 0.02 --prep-work 5 --bucket-mib 25
     assert_equal "$status" 3
+}
+
+@test "14 a checkpoint of another --batch, --lr, --prep-work or bucket size: one line naming the option, exit code 2, before any GPU work" {
+    need_nccl
+    # the fixture's run, but for the option each line changes
+    tiny="--in 4 --hidden 8 --layers 1 --out 2 --batch 64 --batches 40 --seed 1 --checkpoint-dir $CK"
+    while IFS='|' read -r args want; do
+        # shellcheck disable=SC2086
+        run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" \
+            "$ROOT/tests/timed" 60 "$BIN/$P" $tiny $args </dev/null
+        [ "$status" -eq 2 ] || fail "$args: exit code $status, expected 2: $stderr"
+        one_line
+        [[ "$stderr" == *"its checkpoint of batch 19 $want (a checkpoint of another run)" ]] || fail "$args: $stderr"
+    done <<'EOF'
+--batch 128|was trained with --batch 64, this run has --batch 128
+--batch 2|was trained with --batch 64, this run has --batch 2
+--lr 0.9|was trained with --lr 0.02, this run has --lr 0.9
+--lr 0.020000001|was trained with --lr 0.02, this run has --lr 0.020000001
+--prep-work 50|was trained with --prep-work 5, this run has --prep-work 50
+--bucket-mib 0.001|cut its gradients into buckets of 26214400 bytes (--bucket-mib), this run into buckets of 1048
+EOF
 }
 
 @test "14 without a GPU says so and exits with code 3" {
@@ -200,14 +264,14 @@ assert_same_bits() {
     copy() { rm -rf "$BATS_TEST_TMPDIR/c"; cp -r "$CK" "$BATS_TEST_TMPDIR/c"; c=$BATS_TEST_TMPDIR/c; }
     # torn: a rank file cut short under its final name (what a write in place leaves)
     copy
-    truncate -s 400 "$c/ckpt-00000019/rank1.bin"
+    truncate -s 700 "$c/ckpt-00000019/rank1.bin"
     run "$cr" "$c"
     assert_success
-    [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: torn: 400 bytes where its header says 674" ]] || fail "${lines[0]}"
+    [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: torn: 700 bytes where its header says 930" ]] || fail "${lines[0]}"
     assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
-    # corrupt: one byte of a weight changed
+    # corrupt: one byte of a weight changed (the header is 512 bytes)
     copy
-    printf '\x55' | dd of="$c/ckpt-00000019/rank0.bin" bs=1 seek=300 conv=notrunc 2>/dev/null
+    printf '\x55' | dd of="$c/ckpt-00000019/rank0.bin" bs=1 seek=600 conv=notrunc 2>/dev/null
     run "$cr" "$c"
     assert_success
     [[ "${lines[0]}" == *"rank0.bin: corrupt: its checksum is "* ]] || fail "${lines[0]}"
@@ -247,6 +311,101 @@ assert_same_bits() {
     assert_success
     run --separate-stderr "$cr"
     assert_equal "$status" 2
+    # no such folder; a --shape that is no shape: said before anything is read
+    run --separate-stderr "$cr" /nonexistent-folder
+    assert_equal "$status" 2
+    one_line
+    [[ "$stderr" == "checkpoint-report: /nonexistent-folder: no such folder"* ]] || fail "got: $stderr"
+    for shape in abc 4 4, ,4 4,,2 4,0,2 4,-8,2 4,8,2x 99999999999,2; do
+        run --separate-stderr "$cr" "$CK" --shape "$shape"
+        [ "$status" -eq 2 ] || fail "--shape $shape: exit code $status"
+        one_line
+        [[ "$stderr" == *"--shape expects layer widths"*"got '$shape'" ]] || fail "--shape $shape: $stderr"
+    done
+}
+
+@test "14 checkpoint-report: a checkpoint of batch 5 holding 100 losses, sizes and checksums right, or a rank's header of another run than its manifest: passed over" {
+    cr=$TOOLS/checkpoint-report
+    # the helpers first: the fixture's checksum is fnv1a's, and a checkpoint they make is complete
+    head -c 904 "$CK/ckpt-00000019/rank0.bin" >"$BATS_TEST_TMPDIR/body"
+    assert_equal "checksum $(fnv1a "$BATS_TEST_TMPDIR/body")" "$(tail -c 26 "$CK/ckpt-00000019/rank0.bin" | head -c 25)"
+    make_ckpt "$BATS_TEST_TMPDIR/a" 5 6
+    run "$cr" "$BATS_TEST_TMPDIR/a" --world 2 --shape 4,8,2
+    assert_success
+    assert_equal "${lines[*]}" "ckpt-00000005: complete: batch 5, 2 ranks, shape 4,8,2 resume: at batch 6 from ckpt-00000005"
+    # 100 losses after batch 5: a restore would write them past the run's loss arrays
+    make_ckpt "$BATS_TEST_TMPDIR/b" 5 100
+    run "$cr" "$BATS_TEST_TMPDIR/b"
+    assert_equal "$status" 1
+    [[ "${lines[0]}" == "ckpt-00000005: skipped: "*"/rank0.bin: its header says 100 losses after batch 5, where a checkpoint holds batch + 1" ]] ||
+        fail "${lines[0]}"
+    # rank 1's file says another run (or rank) than the manifest
+    for edit in 's/lr 0.02/lr 0.9/' 's/global-batch 64/global-batch 128/' 's/prep-work 5/prep-work 50/' \
+        's/bucket-bytes 26214400/bucket-bytes 1048/' 's/seed 1/seed 7/' 's/rank 1 batch/rank 0 batch/'; do
+        rm -rf "$BATS_TEST_TMPDIR/c"
+        make_ckpt "$BATS_TEST_TMPDIR/c" 5 6 "$edit"
+        run "$cr" "$BATS_TEST_TMPDIR/c"
+        assert_equal "$status" 1
+        [[ "${lines[0]}" == "ckpt-00000005: skipped: "*"/rank1.bin: not the manifest's: its header "* ]] || fail "$edit: ${lines[0]}"
+    done
+}
+
+@test "14 checkpoint-report: every folder listed however many; one larger than the memory allowed checked as it streams; a header's sizes checked before anything is allocated" {
+    cr=$TOOLS/checkpoint-report
+    c=$BATS_TEST_TMPDIR/c
+    cp -r "$CK" "$c"
+    (cd "$c" && mkdir ckpt-000{01000..02099})  # 1100 newer folders, unfinished
+    run "$cr" "$c"
+    assert_success
+    assert_equal "${#lines[@]}" 1103  # a line per folder, then where to resume
+    assert_equal "${lines[-1]}" "resume: at batch 20 from ckpt-00000019"
+    # 64 MiB of weights, under a limit of 48 MiB on the process's memory
+    local n=$((16 * 1048576)) run1="world 1 shape 4,8,2 params 16777216 seed 1 global-batch 64 rank-batch 64 lr 0.02 prep-work 5 bucket-bytes 1"
+    b=$BATS_TEST_TMPDIR/big/ckpt-00000000
+    mkdir -p "$b"
+    printf '%-511s\n' "course-checkpoint 2 rank 0 batch 0 losses 1 $run1" >"$b/rank0.bin"
+    truncate -s $((512 + n * 4 + 8)) "$b/rank0.bin"
+    echo "checksum 0000000000000000" >>"$b/rank0.bin"
+    big_manifest() {
+        printf 'course-checkpoint-manifest 2\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"$run1" | paste -d' ' - -)" >"$b/manifest"
+        manifest_line "$b/rank0.bin" 0 >>"$b/manifest"
+        echo end >>"$b/manifest"
+    }
+    big_manifest
+    run "$cr" "$BATS_TEST_TMPDIR/big"  # its checksum, as the tool sums it (fnv1a in bash would take minutes)
+    sum=$(sed -n 's/.*its bytes sum to \([0-9a-f]\{16\}\)$/\1/p' <<<"${lines[0]}")
+    [ -n "$sum" ] || fail "${lines[0]}"
+    printf 'checksum %s' "$sum" | dd of="$b/rank0.bin" bs=1 seek=$((512 + n * 4 + 8)) conv=notrunc 2>/dev/null
+    big_manifest
+    run bash -c 'ulimit -v 49152 && exec "$0" "$1"' "$cr" "$BATS_TEST_TMPDIR/big"
+    assert_success
+    assert_equal "${lines[0]}" "ckpt-00000000: complete: batch 0, 1 rank, shape 4,8,2"
+    # a header that says 2^33 weights in a file of 538 bytes: torn, said before any allocation
+    s=$BATS_TEST_TMPDIR/small/ckpt-00000000
+    mkdir -p "$s"
+    write_rank "$s/rank0.bin" "course-checkpoint 2 rank 0 batch 0 losses 1 ${run1/params $n/params 8589934592}" 0
+    printf 'course-checkpoint-manifest 2\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"${run1/params $n/params 8589934592}" | paste -d' ' - -)" \
+        >"$s/manifest"
+    manifest_line "$s/rank0.bin" 0 >>"$s/manifest"
+    echo end >>"$s/manifest"
+    run bash -c 'ulimit -v 49152 && exec "$0" "$1"' "$cr" "$BATS_TEST_TMPDIR/small"
+    assert_equal "$status" 1
+    [[ "${lines[0]}" == *"/rank0.bin: torn: 538 bytes where its header says 34359738914" ]] || fail "${lines[0]}"
+}
+
+@test "14 checkpoint-report --prune: older folders without a manifest, and complete ones beyond the newest two, removed; never the newest, a newer one, or one because its files do not read" {
+    c=$BATS_TEST_TMPDIR/c
+    mkdir -p "$c"/ckpt-000000{04,09,14,19,24}
+    touch "$c"/ckpt-000000{04,09,14,19,24}/rank0.bin  # empty: no file of them reads
+    touch "$c"/ckpt-00000004/manifest "$c"/ckpt-00000014/manifest "$c"/ckpt-00000019/manifest
+    run "$TOOLS/checkpoint-report" "$c" --prune 19
+    assert_equal "$status" 1  # nothing complete to resume from: but nothing removed for that
+    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000014 ckpt-00000019 ckpt-00000024"
+    assert_equal "$(cd "$c" && echo ckpt-00000019/*)" "ckpt-00000019/manifest ckpt-00000019/rank0.bin"
+    # the one just written counts as complete whatever its files say; the next prune keeps two
+    mkdir "$c/ckpt-00000029"
+    run "$TOOLS/checkpoint-report" "$c" --prune 29
+    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000019 ckpt-00000029"
 }
 
 @test "14 tools/launch --restarts: every rank started again after a failure, a run id and LAUNCH_ATTEMPT each, rings kept" {
@@ -406,7 +565,9 @@ EOF
         fail "no restart: $(cat "$BATS_TEST_TMPDIR/r.txt")"
     f=$BATS_TEST_TMPDIR/r.json
     assert_equal "$(json_get "$f" attempt) $(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "1 9 10"
-    assert_num $((13 - $(json_get "$f" start_batch))) "<=" 5 "batches redone"
+    # the restart trained batches 10 to 29 and nothing else: 20 x 3 all-reduces, the all-gathers
+    # of the checkpoints after 14, 19 and 24, the losses' all-reduce and the checksums' all-gather
+    assert_equal "$(json_get "$f" flight_calls) $(json_get "$f" checkpoints_written)" "65 3"
     assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
     assert_same_bits clean r
     # the failed attempt's rings are there too: rank 1 left none, rank 0 waited in its all-reduce
@@ -464,6 +625,34 @@ EOF
         fail "rank 1's half-written file stands under its own name: the write was not atomic"
     run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck"
     assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
+}
+
+# A rename is atomic, but only what reached the disk survives a power cut: the file's bytes
+# before its rename, the folder's entry after. Seen without strace: tests/fsync-log.c logs every
+# fsync and rename of the ranks, in order.
+# bats test_tags=ranks,gpu,ex:14-atomic
+@test "14 every checkpoint file is flushed to the disk before its rename, and its folder after (fsync, logged by an LD_PRELOAD shim)" {
+    need_nccl_gpu
+    shim=$(fsync_shim)
+    mkdir "$BATS_TEST_TMPDIR/ck"
+    ck=$(cd "$BATS_TEST_TMPDIR/ck" && pwd -P)  # the log names what the kernel names
+    export FSYNC_LOG=$BATS_TEST_TMPDIR/fsync.log LD_PRELOAD=$shim
+    launch14 2 a -- $S14 --checkpoint-dir "$ck" --checkpoint-every 5
+    unset LD_PRELOAD
+    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/a.txt")"
+    run awk -v ck="$ck/" '
+        $2 == "fsync" || $2 == "fdatasync" { synced[$1 " " $3] = 1; delete waiting[$1 " " $3] }
+        $2 == "rename" && index($4, ck) == 1 {
+            renames++
+            if (!(($1 " " $3) in synced)) { print "not flushed before its rename: " $3; bad = 1 }
+            dir = $4; sub(/\/[^\/]*$/, "", dir); waiting[$1 " " dir] = $4
+        }
+        END {
+            for (k in waiting) { print "its folder not flushed after the rename: " waiting[k]; bad = 1 }
+            print renames + 0 " renames"; exit bad
+        }' "$FSYNC_LOG"
+    assert_success
+    assert_output "15 renames"  # 5 checkpoints x (2 rank files + the manifest)
 }
 
 # bats test_tags=gpu,ex:14-ring

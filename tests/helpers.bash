@@ -129,6 +129,23 @@ kv_get() {
     sed -n "s/^$2=//p" "$1" | head -n 1
 }
 
+# trace_kernels FILE WINDOW TRACK: the kernels and copies of one track (its thread_name) inside the
+# last range named WINDOW on the main track of a course trace, as a JSON array of {name, ts, end},
+# in time order.
+trace_kernels() {
+    jq -c --arg w "$2" --arg t "$3" '.traceEvents as $e
+        | ([$e[] | select(.name == "thread_name") | {key: (.tid | tostring), value: .args.name}] | from_entries) as $tn
+        | ([$e[] | select(.ph == "X" and $tn[.tid | tostring] == "main" and .name == $w)] | last) as $win
+        | [$e[] | select(.ph == "X" and $tn[.tid | tostring] == $t and .ts >= $win.ts and .ts <= $win.ts + $win.dur)
+            | {name, ts, end: (.ts + .dur)}] | sort_by(.ts)' "$1"
+}
+
+# started_during A B: how many of A's kernels (a trace_kernels array) saw a kernel of B start
+# while they ran.
+started_during() {
+    jq -n --argjson a "$1" --argjson b "$2" '[$a[] | . as $x | select(any($b[]; .ts > $x.ts and .ts < $x.end))] | length'
+}
+
 # Numeric comparisons that say what they compared when they fail.
 assert_num() {  # assert_num A OP B [what]  (OP: < <= > >= ==)
     if ! awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {
@@ -385,4 +402,14 @@ assert_stops_by_timeout() {
     done
     [[ "$stderr" != *"stopping at batch"* ]] || fail "a rank stopped with an error, not by hanging: $stderr"
     [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
+}
+
+# fsync_shim: tests/fsync-log.c built as an LD_PRELOAD library (gcc, seconds); prints its path.
+# With LD_PRELOAD=that and FSYNC_LOG=FILE, a program's fsync, fdatasync and renames are logged
+# in order, one line each ("PID fsync PATH", "PID rename FROM TO"): no strace needed.
+fsync_shim() {
+    local so=$BATS_FILE_TMPDIR/fsync-log.so
+    [ -f "$so" ] || gcc -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC "$ROOT/tests/fsync-log.c" -o "$so" -ldl ||
+        fail "tests/fsync-log.c does not build"
+    echo "$so"
 }

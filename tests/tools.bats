@@ -2,7 +2,10 @@
 # The tools of lessons 12 and 13's figures, without a GPU: tools/multi-gpu-figures' help and
 # refusals, and tools/bench's tables of 12 and 13 made from stored runs (BENCH_REPORT_ONLY):
 # the JSON of hand-made runs and hand-made rank traces (tests/fixtures/bench), which the
-# bench measures with tracestat as it would a real run's.
+# bench measures with tracestat as it would a real run's. Then what every lesson of several
+# ranks stands on, without a GPU: tools/launch's signals and refusals, the files of this user
+# alone (common/own_file), the tests' fsync log (tests/fsync-log.c), and lesson 14's report
+# tools fed mutated rings and checkpoints under the sanitizers.
 
 load helpers
 
@@ -147,4 +150,252 @@ stand_in() {
         assert_output --partial "[$f](img/$f.svg)"
     done
     [ -z "$(find "$ROOT/notes" -newer "$BATS_TEST_TMPDIR/before")" ] || fail "it wrote into notes/"
+}
+
+# ----------------------------------------------------------------------------
+# tools/launch: signals, and what it refuses
+
+# alive PID: the process runs (a zombie, dead but not yet reaped, does not)
+alive() {
+    [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
+@test "tools: launch stopped by SIGHUP, SIGINT, SIGQUIT or SIGTERM stops every rank (KILL for one that ignores TERM) and exits with 128 + the signal's number" {
+    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
+#!/usr/bin/env bash
+[ "$RANK" = 1 ] && trap '' TERM  # rank 1 ignores TERM: only KILL stops it
+echo $$ >"$OUT/pid$RANK"
+while :; do sleep 0.1; done
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/rank"
+    export OUT=$BATS_TEST_TMPDIR
+    for pair in HUP:129 INT:130 QUIT:131 TERM:143; do
+        sig=${pair%:*} want=${pair#*:}
+        rm -f "$OUT"/pid*
+        # a job started with & by a script ignores INT and QUIT: env gives the launcher the defaults back
+        env --default-signal=INT,QUIT "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank" 2>"$OUT/err" &
+        lp=$!
+        for ((k = 0; k < 100; k++)); do [ -s "$OUT/pid0" ] && [ -s "$OUT/pid1" ] && break; sleep 0.1; done
+        [ -s "$OUT/pid0" ] && [ -s "$OUT/pid1" ] || fail "SIG$sig: the ranks did not start"
+        kill -"$sig" "$lp"
+        st=0
+        wait "$lp" || st=$?
+        for r in 0 1; do
+            pid=$(cat "$OUT/pid$r")
+            if alive "$pid"; then
+                kill -KILL "$pid"
+                fail "SIG$sig: rank $r (pid $pid) still running after launch returned"
+            fi
+        done
+        [ "$st" -eq "$want" ] || fail "SIG$sig: launch's exit code $st, expected $want"
+        grep -q "^launch: SIG$sig: stopping every rank" "$OUT/err" || fail "SIG$sig: $(cat "$OUT/err")"
+    done
+}
+
+@test "tools: launch: a relative --rendezvous under CDPATH is the one here; a program that cannot be run, or a folder of another user or open to all: one line, exit code 2" {
+    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
+#!/usr/bin/env bash
+echo "$RENDEZVOUS_DIR" >"$OUT/rv$RANK"
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/rank"
+    export OUT=$BATS_TEST_TMPDIR
+    mkdir -p "$BATS_TEST_TMPDIR/here/rv" "$BATS_TEST_TMPDIR/elsewhere/rv"
+    cd "$BATS_TEST_TMPDIR/here"
+    run --separate-stderr env CDPATH="$BATS_TEST_TMPDIR/elsewhere" "$LAUNCH" -n 2 --rendezvous rv "$BATS_TEST_TMPDIR/rank"
+    assert_success
+    assert_equal "$(cat "$OUT/rv0")|$(cat "$OUT/rv1")" "$BATS_TEST_TMPDIR/here/rv|$BATS_TEST_TMPDIR/here/rv"
+    echo 'echo ran' >"$BATS_TEST_TMPDIR/not-executable"
+    chmod 644 "$BATS_TEST_TMPDIR/not-executable"
+    for prog in "$BATS_TEST_TMPDIR/no-such-program" no-such-program-on-the-path "$BATS_TEST_TMPDIR/here" \
+        "$BATS_TEST_TMPDIR/not-executable"; do
+        run --separate-stderr "$LAUNCH" -n 2 "$prog"
+        [ "$status" -eq 2 ] || fail "launch $prog: exit code $status, expected 2"
+        [ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "launch $prog: expected one line, got: $stderr"
+        [[ "$stderr" == "launch: $prog: no such program"* ]] || fail "launch $prog: $stderr"
+    done
+    mkdir "$BATS_TEST_TMPDIR/open" "$BATS_TEST_TMPDIR/theirs"
+    chmod 777 "$BATS_TEST_TMPDIR/open"
+    run --separate-stderr "$LAUNCH" -n 2 --rendezvous "$BATS_TEST_TMPDIR/open" "$BATS_TEST_TMPDIR/rank"
+    assert_equal "$status" 2
+    assert_equal "$(grep -c . <<<"$stderr")" 1
+    [[ "$stderr" == *"every user can write to it"* ]] || fail "$stderr"
+    if [ "$(id -u)" = 0 ]; then  # only root can give a folder away
+        chown 65534 "$BATS_TEST_TMPDIR/theirs"
+        run --separate-stderr "$LAUNCH" -n 2 --rendezvous "$BATS_TEST_TMPDIR/theirs" "$BATS_TEST_TMPDIR/rank"
+        assert_equal "$status" 2
+        [[ "$stderr" == *"the folder belongs to another user"* ]] || fail "$stderr"
+    fi
+}
+
+# ----------------------------------------------------------------------------
+# files of this user alone, and the tests' log of fsync
+
+@test "tools: common/own_file: a temporary file made new, 0600, never written through a planted link; its folder must be this user's and closed to others" {
+    cat >"$BATS_TEST_TMPDIR/t.c" <<'EOF'
+#include <stdio.h>
+#include "common/own_file.h"
+int main(int argc, char **argv)  // t create PATH | t folder PATH
+{
+    char why[1024];
+    if (argc == 3 && argv[1][0] == 'c') {
+        FILE *f = own_file_create(argv[2]);
+        if (!f) return perror(argv[2]), 1;
+        fputs("new\n", f);
+        return fclose(f) != 0;
+    }
+    if (argc == 3 && own_folder_check(argv[2], why, sizeof why) != 0) return puts(why), 1;
+    return 0;
+}
+EOF
+    gcc -std=c11 -Wall -Wextra -Werror -I"$ROOT" "$BATS_TEST_TMPDIR/t.c" "$ROOT/common/own_file.c" -o "$BATS_TEST_TMPDIR/t"
+    t=$BATS_TEST_TMPDIR/t d=$BATS_TEST_TMPDIR/d
+    mkdir "$d"
+    echo victim >"$d/victim"
+    ln -s "$d/victim" "$d/x.tmp"  # planted where a writer's temporary file will be
+    run "$t" create "$d/x.tmp"
+    assert_success
+    assert_equal "$(cat "$d/victim")" victim
+    [ ! -L "$d/x.tmp" ] || fail "the link is still there"
+    assert_equal "$(cat "$d/x.tmp") $(stat -c %a "$d/x.tmp")" "new 600"
+    echo old >"$d/y.tmp" && chmod 644 "$d/y.tmp"  # a crashed writer's: replaced by a new file
+    run "$t" create "$d/y.tmp"
+    assert_success
+    assert_equal "$(cat "$d/y.tmp") $(stat -c %a "$d/y.tmp")" "new 600"
+    run "$t" folder "$d"
+    assert_success
+    chmod 777 "$d"
+    run "$t" folder "$d"
+    assert_failure
+    assert_output --partial "can be written by every user (mode 777)"
+    chmod 755 "$d"
+    if [ "$(id -u)" = 0 ]; then
+        chown 65534 "$d"
+        run "$t" folder "$d"
+        assert_failure
+        assert_output --partial "belongs to user 65534, not to this one (0)"
+    fi
+}
+
+@test "tools: the tests' fsync log (tests/fsync-log.c) names every fsync, fdatasync and rename of a program, in order, and nothing else" {
+    shim=$(fsync_shim)
+    d=$BATS_TEST_TMPDIR/d
+    mkdir "$d"
+    d=$(cd "$d" && pwd -P)  # the log names what the kernel names
+    FSYNC_LOG=$BATS_TEST_TMPDIR/log LD_PRELOAD=$shim bash -c '
+        dd if=/dev/zero of="$0/a" bs=1 count=3 conv=fsync 2>/dev/null
+        sync -d "$0/a"
+        cp "$0/a" "$0/c"
+        mv "$0/a" "$0/b"
+        sync "$0"' "$d"
+    run awk '{ $1 = ""; print substr($0, 2) }' "$BATS_TEST_TMPDIR/log"
+    assert_output "fsync $d/a
+fdatasync $d/a
+rename $d/a $d/b
+fsync $d"
+}
+
+# ----------------------------------------------------------------------------
+# lesson 14's report tools on inputs that break them
+
+# Numbers put in place of others: bounds, the edges of int and long long, past them.
+EDGES=(0 -1 -2 1 2 255 4095 4096 4097 65535 65536 65537 100000 2147483647 2147483648 -2147483649 4294967296
+    1099511627776 1125899906842624 9223372036854775807 9223372036854775808 -9223372036854775809 99999999999999999999999)
+
+# flip FILE OFFSET BIT: one bit of one byte of FILE changed in place
+flip() {
+    local byte
+    byte=$(od -An -tu1 -j "$2" -N 1 "$1" | tr -d ' ')
+    [ -n "$byte" ] || return 0
+    # shellcheck disable=SC2059
+    printf "\\$(printf '%03o' $((byte ^ (1 << $3))))" | dd of="$1" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+
+# renumber FILE K VALUE: FILE's K-th whole number becomes VALUE (in a rank file, one of its
+# 512-byte header's, the header kept at its length where it fits)
+renumber() {
+    local program='{ for (i = 1; i <= NF; i++) if ($i ~ /^-?[0-9]+$/ && --k == 0) $i = v; print }' header
+    if [[ "$1" == *.bin ]]; then
+        header=$(head -c 511 "$1" | tr -d '\000' | awk -v k="$2" -v v="$3" "$program")
+        { printf '%-511.511s\n' "$header"; tail -c +513 "$1"; } >"$1.new"
+    else
+        awk -v k="$2" -v v="$3" "$program" "$1" >"$1.new"
+    fi
+    mv "$1.new" "$1"
+}
+
+# mutate DIR: one change, chosen by $RANDOM, to one file under DIR, or to every file alike (the
+# ranks' rings agree on what they share: a world of 100000 in one ring alone is refused before
+# it is used); what it did is appended to $MUTATIONS (no subshell: $RANDOM's sequence, seeded
+# once, makes every input again). Numbers near the top (headers) are changed most.
+mutate() {
+    local files f size k v
+    mapfile -t files < <(find "$1" -type f | sort)
+    f=${files[RANDOM % ${#files[@]}]}
+    size=$(stat -c %s "$f")
+    k=$((1 + RANDOM % (RANDOM % 2 ? 8 : 40))) v=${EDGES[RANDOM % ${#EDGES[@]}]}
+    case $((RANDOM % 7)) in
+    0) k=$((RANDOM % (size + 1))) && flip "$f" "$k" $((RANDOM % 8)) && MUTATIONS+="; $f: a bit of byte $k" ;;
+    1) k=$((RANDOM % (size + 1))) && truncate -s "$k" "$f" && MUTATIONS+="; $f: cut at $k bytes" ;;
+    2) renumber "$f" "$k" "$v" && MUTATIONS+="; $f: number $k made $v" ;;
+    3) for f in "${files[@]}"; do renumber "$f" "$k" "$v"; done && MUTATIONS+="; every file: number $k made $v" ;;
+    4) sed -i "${k}d" "$f" && MUTATIONS+="; $f: line $k removed" ;;
+    5) sed -i "${k}p" "$f" && MUTATIONS+="; $f: line $k twice" ;;
+    6) sed -i "${k}s/ [a-z-]* / x /" "$f" && MUTATIONS+="; $f: a word of line $k changed" ;;
+    esac
+}
+
+# probe WHAT TOOL ARGS...: TOOL (built with the sanitizers) on one input, WHAT: within a second
+# (a timeout is tried once more: a busy machine passes the second time, a loop does not), no
+# sanitizer's report, an exit code of its contract (no signal), at most one line on stderr. A
+# failing input is kept in build/fuzz-failed/ to be run again.
+probe() {
+    local what=$1 try codes=" 0 1 2 " keep
+    shift
+    [[ "$1" == */flight-report ]] && codes=" 0 1 2 4 "
+    for try in 1 2; do
+        run --separate-stderr timeout 1 "$@"
+        [ "$status" -ne 124 ] && break
+    done
+    if [[ "$codes" != *" $status "* ]] || [[ "$stderr" == *Sanitizer* ]] || [[ "$stderr" == *"runtime error"* ]] ||
+        [ "$(grep -c . <<<"$stderr")" -gt 1 ]; then
+        keep=$ROOT/build/fuzz-failed/$(basename "$1")-$(date +%s)-$RANDOM
+        mkdir -p "$keep" && cp -r "$INPUT" "$keep/"
+        fail "$(basename "$1") ${*:2}: exit code $status on ${what#; } (kept in $keep): $(head -c 3000 <<<"$stderr")"
+    fi
+}
+
+@test "tools: flight-report and checkpoint-report built with the sanitizers, on mutated rings and checkpoints: no crash, no report, none over a second" {
+    b=build/san-address-undefined  # host-only C (make's libcourse-host.a): seconds to build
+    make -C "$ROOT" -s SAN=address,undefined BUILD=$b "$b/tools/flight-report" "$b/tools/checkpoint-report" \
+        >"$BATS_TEST_TMPDIR/make.log" 2>&1 || fail "the tools do not build with the sanitizers: $(tail -n 5 "$BATS_TEST_TMPDIR/make.log")"
+    fr=$ROOT/$b/tools/flight-report cr=$ROOT/$b/tools/checkpoint-report
+    export ASAN_OPTIONS=exitcode=86:detect_leaks=1 UBSAN_OPTIONS=halt_on_error=1:exitcode=87:print_stacktrace=1
+    INPUT=$BATS_TEST_TMPDIR/in
+    # issue 26's two rings first: a world of 100000 in every header; calls #0 and #2^40 in every ring
+    rm -rf "$INPUT" && cp -r "$FIXTURES/14_flight/clean" "$INPUT"
+    sed -i 's/^rank \([0-9]*\) world 3 /rank \1 world 100000 /' "$INPUT"/flight.*
+    probe "world 100000" "$fr" "$INPUT"
+    rm -rf "$INPUT" && cp -r "$FIXTURES/14_flight/clean" "$INPUT"
+    for f in "$INPUT"/flight.*; do
+        sed -i 's/ calls 30 / calls 1099511627777 /; 5s/^\([0-9]*\) [0-9]* /\1 0 /; 6d' "$f"
+        echo "1099511627776 1099511627776 all-reduce 9 2 16640 66560 -1 comm 1" >>"$f"
+    done
+    probe "calls #0 and #2^40" "$fr" "$INPUT"
+    [ "$status" -eq 0 ] || fail "calls #0 and #2^40: $output $stderr"  # they agree: the rings read, and said so
+    RANDOM=${FUZZ_SEED:-26}
+    rounds=${FUZZ_ROUNDS:-10}
+    for dir in "$FIXTURES"/14_flight/*/; do
+        for ((k = 0; k < rounds; k++)); do
+            rm -rf "$INPUT" && cp -r "$dir" "$INPUT"
+            MUTATIONS=""
+            for ((j = RANDOM % 3; j >= 0; j--)); do mutate "$INPUT"; done
+            probe "$MUTATIONS" "$fr" "$INPUT" --ranks
+        done
+    done
+    for ((k = 0; k < 10 * rounds; k++)); do
+        rm -rf "$INPUT" && cp -r "$FIXTURES/14_checkpoints" "$INPUT"
+        MUTATIONS=""
+        for ((j = RANDOM % 3; j >= 0; j--)); do mutate "$INPUT"; done
+        probe "$MUTATIONS" "$cr" "$INPUT" --world 2 --shape 4,8,2
+    done
 }

@@ -8,7 +8,10 @@
 //   rank 1 issued all-reduce #37 (batch 12, bucket 2, 16.0 MiB) where rank 0 issued all-reduce #37 (batch 12, bucket 1, 8.0 MiB)
 // --ranks first prints one line per rank: how many calls it made and why it stopped.
 // Exit codes: 0 the rings agree and every call completed; 4 a divergence or a call that never
-// completed was named; 1 no ring of that run in DIR; 2 bad usage or a ring that cannot be read.
+// completed was named; 1 no ring of that run in DIR (or out of memory); 2 bad usage or a ring
+// that cannot be read. A ring is a file anyone may have cut or made by hand: every number in it
+// is bounded (common/flight.c), and no input makes it read past its arrays or loop for long
+// (tests/14_fault_tolerance.bats feeds it mutated rings under the sanitizers).
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <stdio.h>
@@ -21,7 +24,7 @@
 
 #define PROG "flight-report"
 #define EXIT_DIVERGED 4
-#define MAX_RANKS 4096
+#define MAX_RANKS FLIGHT_MAX_RANKS
 
 // "flight.RUN.rankR": 1 with RUN and R, else 0.
 static int ring_name(const char *name, char *run, size_t size, int *rank)
@@ -94,6 +97,8 @@ int main(int argc, char **argv)
         struct stat st;
         if (stat(path, &st) != 0) continue;
         if (flight_read(path, &held[r], why, sizeof why) != 0) usage_error(PROG, "%s", why);
+        if (held[r].rank != r)
+            usage_error(PROG, "%s: the ring of rank %d under the name of rank %d", path, held[r].rank, r);
         if (world && held[r].world != world)
             usage_error(PROG, "%s: a ring of %d ranks among rings of %d", path, held[r].world, world);
         world = held[r].world;
@@ -114,6 +119,10 @@ int main(int argc, char **argv)
         }
     char line[1024];
     int diverged = flight_diverge(rings, world, line, sizeof line);
+    if (diverged < 0) {
+        fprintf(stderr, "%s: %s\n", PROG, line);
+        return EXIT_FAILURE;
+    }
     printf("%s\n", line);
     for (int r = 0; r < world; r++)
         if (rings[r]) flight_free(rings[r]);

@@ -4,7 +4,6 @@
 // complete checkpoint readable: each file written whole under a temporary name, flushed to the
 // disk, then renamed (exercise 14-atomic); rank 0's manifest, with every file's size and
 // checksum, written last. No manifest, no checkpoint: a restart passes over it (resume.cu).
-#include <dirent.h>  // opendir: the folders of older checkpoints
 #include <errno.h>
 #include <fcntl.h>   // open: a folder, to flush a rename in it
 #include <signal.h>  // raise, SIGKILL
@@ -78,40 +77,6 @@ int write_atomically(fault_tolerance *ft, const char *path, const void *data, si
     // END SOLUTION
 }
 
-// Removes checkpoint `batch`'s folder and everything in it.
-static void remove_checkpoint(const char *root, long long batch)
-{
-    char folder[1200], path[1500];
-    ckpt_folder(root, batch, folder, sizeof folder);
-    DIR *d = opendir(folder);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-            snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
-            unlink(path);
-        }
-    closedir(d);
-    rmdir(folder);
-}
-
-// Keeps the newest CKPT_KEEP complete checkpoints (this one among them); removes the rest,
-// incomplete ones older than this one included.
-static void prune(const fault_tolerance *ft, long long batch)
-{
-    long long batches[1024];
-    int n = ckpt_list(ft->ckpt.root, batches, 1024), kept = 0;
-    for (int k = 0; k < n; k++) {
-        if (batches[k] > batch) continue;  // newer: an earlier attempt's, left alone
-        ckpt_manifest m;
-        char why[1400];
-        if (kept < CKPT_KEEP && ckpt_check(ft->ckpt.root, batches[k], &m, why, sizeof why) == 0)
-            kept++;
-        else
-            remove_checkpoint(ft->ckpt.root, batches[k]);
-    }
-}
-
 // What each rank tells rank 0 of its file: the manifest lists it.
 typedef struct {
     long long size;
@@ -139,12 +104,9 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
     ckpt_header h;
     memset(&h, 0, sizeof h);
     h.rank = d->rank;
-    h.world = d->world;
     h.batch = batch;
-    h.params = (long long)m->shape.nparams;
     h.losses = batch + 1;
-    snprintf(h.shape, sizeof h.shape, "%s", ft->ckpt.shape);
-    h.seed = t->opt.seed;
+    h.run = ft->ckpt.run;
     size_t size = 0;
     uint64_t sum = 0;
     unsigned char *bytes = ckpt_encode(&h, ft->ckpt.h_params, t->run.losses, &size, &sum);
@@ -167,10 +129,7 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
         ckpt_manifest man;
         memset(&man, 0, sizeof man);
         man.batch = batch;
-        man.world = d->world;
-        snprintf(man.shape, sizeof man.shape, "%s", ft->ckpt.shape);
-        man.params = h.params;
-        man.seed = h.seed;
+        man.run = ft->ckpt.run;
         for (int r = 0; r < d->world; r++) {
             man.size[r] = all[r].size;
             man.sum[r] = all[r].sum;
@@ -180,7 +139,7 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
         ckpt_manifest_file(ft->ckpt.root, batch, path, sizeof path);
         if (write_atomically(ft, path, text, strlen(text), -1) != 0)
             dist_fail(d, "cannot write %s: %s; the last complete checkpoint stays where it was", path, strerror(errno));
-        prune(ft, batch);
+        ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two
     }
     free(all);
     ft->ckpt.written++;

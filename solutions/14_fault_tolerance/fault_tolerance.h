@@ -14,8 +14,9 @@
 #include "common/args.h"     // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error, arg_double
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/ckpt.h"     // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_latest,
-                             //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, ckpt_shape_text,
-                             //          CKPT_KEEP, CKPT_MAX_RANKS, ckpt_check, ckpt_folder, ckpt_list
+                             //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS,
+                             //          ckpt_folder, CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune,
+                             //          ckpt_run_differs, ckpt_run_init
 #include "common/ddp.h"      // defines: DDP_MAX_BUCKETS, ddp_average_losses, ddp_checksums_agree, ddp_checksums_of,
                              //          ddp_prepare_shard, ddp_setup, ddp_step, ddp_teardown
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
@@ -93,7 +94,7 @@ typedef struct {
 typedef struct {
     const char *root;           // --checkpoint-dir: NULL, no checkpoints
     int every;                  // --checkpoint-every
-    char shape[128];            // "64,256,256,8": the model every checkpoint must hold
+    ckpt_run run;               // every field that makes this run this run: another's checkpoint is refused
     long long resume_from;      // the checkpoint this run started from (-1: none)
     long start;                 // the first batch this run trains
     long written;               // checkpoints written by this run
@@ -140,7 +141,7 @@ int write_atomically(fault_tolerance *ft, const char *path, const void *data, si
 void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_loss);
 
 // resume.cu
-long long find_checkpoint(const fault_tolerance *ft, const mlp_shape *s, int seed, int batches);
+long long find_checkpoint(const fault_tolerance *ft, int batches);
 long restore(trainer *t, fault_tolerance *ft, long long batch);
 
 // report.cu

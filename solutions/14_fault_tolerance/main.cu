@@ -172,9 +172,10 @@ int main(int argc, char **argv)
     FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &shard, trace_path, sizeof trace_path);
     mlp_shape shape;
     mlp_shape_init(&shape, o.train.in_dim, o.train.hidden, o.train.hidden_layers, o.train.out_dim, shard.batch);
-    ckpt_shape_text(shape.dims, shape.layers, ft.ckpt.shape, sizeof ft.ckpt.shape);
-    // another run's checkpoint: one line, exit code 2, no GPU touched
-    long long found = find_checkpoint(&ft, &shape, o.train.seed, o.train.batches);
+    const train_options *w = &o.train;  // the whole batch's
+    ckpt_run_init(&ft.ckpt.run, d.world, shape.dims, shape.layers, (long long)shape.nparams, w->seed, w->batch,
+                  shard.batch, w->lr, w->prep_work, (long long)(o.bucket_mib * 1048576.0));
+    long long found = find_checkpoint(&ft, w->batches);  // another run's: one line, exit code 2, no GPU touched
 
     dist_select_device(&d);
     trainer t;
