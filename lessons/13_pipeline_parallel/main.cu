@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 2995017255)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 2126431083)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -97,32 +97,32 @@ static void teardown(pipeline *pp)
 }
 
 // A schedule's order on this stage (checked), its pool and its counters.
-static void schedule_create(schedule_run *v, pipeline *pp, schedule_kind kind)
+static void schedule_create(schedule_run *sched, pipeline *pp, schedule_kind kind)
 {
     int M = pp->st.micro_batches;
     char why[200];
-    memset(v, 0, sizeof *v);
-    v->pp = pp;
-    v->kind = kind;
-    v->ops = (step_op *)host_calloc((size_t)2 * M, sizeof(step_op), "the schedule");
-    v->nops = schedule_build(kind, &pp->st, v->ops);
-    if (!schedule_is_sound(&pp->st, v->ops, v->nops, why, sizeof why))
+    memset(sched, 0, sizeof *sched);
+    sched->pp = pp;
+    sched->kind = kind;
+    sched->ops = (step_op *)host_calloc((size_t)2 * M, sizeof(step_op), "the schedule");
+    sched->nops = schedule_build(kind, &pp->st, sched->ops);
+    if (!schedule_is_sound(&pp->st, sched->ops, sched->nops, why, sizeof why))
         dist_fail(pp->dist, "stage %d: the %s schedule is wrong: %s%s", pp->st.rank, SCHEDULE_NAMES[kind], why,
                   kind == SCHEDULE_1F1B ? " (exercise 13-one-f-one-b)" : "");
-    v->pool.capacity = M;
-    v->pool.slots = (act_slot *)host_calloc((size_t)M, sizeof(act_slot), "the activation slots");
-    v->slot_of = (int *)host_calloc((size_t)M, sizeof(int), "the activation slots");
-    v->crossed = (long *)host_calloc((size_t)CROSSING_KINDS * M, sizeof(long), "the crossings");
-    v->crossings_ok = 1;
+    sched->pool.capacity = M;
+    sched->pool.slots = (act_slot *)host_calloc((size_t)M, sizeof(act_slot), "the activation slots");
+    sched->slot_of = (int *)host_calloc((size_t)M, sizeof(int), "the activation slots");
+    sched->crossed = (long *)host_calloc((size_t)CROSSING_KINDS * M, sizeof(long), "the crossings");
+    sched->crossings_ok = 1;
 }
 
-static void schedule_destroy(schedule_run *v)
+static void schedule_destroy(schedule_run *sched)
 {
-    for (int k = 0; k < v->pool.allocated; k++) slot_destroy(&v->pool.slots[k]);
-    free(v->pool.slots);
-    free(v->ops);
-    free(v->slot_of);
-    free(v->crossed);
+    for (int k = 0; k < sched->pool.allocated; k++) slot_destroy(&sched->pool.slots[k]);
+    free(sched->pool.slots);
+    free(sched->ops);
+    free(sched->slot_of);
+    free(sched->crossed);
 }
 
 // --show-schedule: every stage's order of forwards and backwards, and nothing else (no GPU).

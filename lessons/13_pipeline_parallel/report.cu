@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 714357839)
+// STUDENT VERSION of solutions/13_pipeline_parallel/report.cu, made by `make lessons` (checksum 2962697660)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // report.cu (lesson 13): each part alone (what the prediction is made of), the checks
 // across stages, and the report.
@@ -242,13 +242,13 @@ int stages_agree(trainer *t, pipeline *pp, schedule_run *runs[2], const part_tim
     mine.ok = (uint64_t)ok;
     layer_checksums(t, mine.layer_sums);
     for (int k = 0; k < 2; k++) {
-        const schedule_run *v = runs[k];
-        mine.peak_slots[v->kind] = (uint64_t)v->pool.allocated;
-        mine.act_device_bytes[v->kind] = (uint64_t)v->pool.device_bytes;
-        mine.crossings_ok[v->kind] = (uint64_t)v->crossings_ok;
-        mine.act_sent[v->kind] = (uint64_t)v->act_sent;
-        mine.error_sent[v->kind] = (uint64_t)v->error_sent;
-        if (!v->crossings_ok) fprintf(out ? out : stderr, "%s: crossings: %s\n", d->name, v->crossing_problem);
+        const schedule_run *sched = runs[k];
+        mine.peak_slots[sched->kind] = (uint64_t)sched->pool.allocated;
+        mine.act_device_bytes[sched->kind] = (uint64_t)sched->pool.device_bytes;
+        mine.crossings_ok[sched->kind] = (uint64_t)sched->crossings_ok;
+        mine.act_sent[sched->kind] = (uint64_t)sched->act_sent;
+        mine.error_sent[sched->kind] = (uint64_t)sched->error_sent;
+        if (!sched->crossings_ok) fprintf(out ? out : stderr, "%s: crossings: %s\n", d->name, sched->crossing_problem);
     }
     mine.slot_bytes = sizeof(float) * st->slot_floats;
     mine.forward_ms = parts->forward_ms;

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 821538151)
+// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 360877437)
 // Fill in its 1 TODO.
 // stages.cu (lesson 13): where a stage stands in the model, its forward and backward over
 // a micro-batch, the schedules (exercise 13-one-f-one-b), and the activation slots.
@@ -178,32 +178,32 @@ void slot_destroy(act_slot *slot)
 // A slot for micro-batch m: the first free one, or a new one when none is free. A new slot is
 // allocated only in a schedule's first run; by then this stage has issued forwards alone since
 // its last backward, whose hand-overs need nothing more from this host (notes/13).
-act_slot *pool_take(schedule_run *v, int m)
+act_slot *pool_take(schedule_run *sched, int m)
 {
-    slot_pool *p = &v->pool;
-    const stage_shape *st = &v->pp->st;
+    slot_pool *p = &sched->pool;
+    const stage_shape *st = &sched->pp->st;
     int k = 0;
     while (k < p->allocated && p->slots[k].micro_batch >= 0) k++;
     if (k == p->allocated) {
         if (p->allocated == p->capacity)
-            dist_fail(v->pp->dist,
+            dist_fail(sched->pp->dist,
                       "stage %d (%s): micro-batch %d finds no free activation slot although all %d "
                       "micro-batches of a batch already have one: a slot is never given back (exercise 13-slot-return)",
-                      st->rank, SCHEDULE_NAMES[v->kind], m, p->capacity);
+                      st->rank, SCHEDULE_NAMES[sched->kind], m, p->capacity);
         size_t before = device_bytes_in_use();  // measured by the allocator, not counted here
         slot_create(&p->slots[k], st->slot_floats);
         p->device_bytes += device_bytes_in_use() - before;
         p->allocated++;
     }
     p->slots[k].micro_batch = m;
-    v->slot_of[m] = k;
+    sched->slot_of[m] = k;
     if (++p->in_use > p->peak) p->peak = p->in_use;
     return &p->slots[k];
 }
 
 // Micro-batch m's slot is free again (its backward has been issued, and its freed event recorded).
-void pool_return(schedule_run *v, int m)
+void pool_return(schedule_run *sched, int m)
 {
-    v->pool.slots[v->slot_of[m]].micro_batch = -1;
-    v->pool.in_use--;
+    sched->pool.slots[sched->slot_of[m]].micro_batch = -1;
+    sched->pool.in_use--;
 }

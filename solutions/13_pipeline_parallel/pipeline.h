@@ -186,10 +186,10 @@ static inline size_t output_floats(const mlp_shape *s, const stage_shape *st)
 
 // One hand-over between two stages: the NCCL call, checked, then counted per micro-batch and
 // kind, so that each run can check that every micro-batch crossed once each way.
-#define HAND_OVER(v, kind, m, call)                                    \
-    do {                                                               \
-        NCCL_CHECK((v)->pp->dist, call);                               \
-        (v)->crossed[(int)(kind) * (v)->pp->st.micro_batches + (m)]++; \
+#define HAND_OVER(sched, kind, m, call)                                        \
+    do {                                                                       \
+        NCCL_CHECK((sched)->pp->dist, call);                                   \
+        (sched)->crossed[(int)(kind) * (sched)->pp->st.micro_batches + (m)]++; \
     } while (0)
 
 // stages.cu: the stages, the schedules, the activation slots
@@ -202,8 +202,8 @@ int schedule_build(schedule_kind kind, const stage_shape *st, step_op *ops);
 int schedule_is_sound(const stage_shape *st, const step_op *ops, int n, char *why, size_t size);
 void schedule_text(const step_op *ops, int n, char *out, size_t size);
 void slot_destroy(act_slot *slot);
-act_slot *pool_take(schedule_run *v, int m);
-void pool_return(schedule_run *v, int m);
+act_slot *pool_take(schedule_run *sched, int m);
+void pool_return(schedule_run *sched, int m);
 
 // links.cu
 link_pair *links_open(dist_env *d, const device_info *dev, int link_ctas);

@@ -61,25 +61,25 @@ static void post_when_wanted(trainer *t, cudaEvent_t wanted, cudaStream_t link)
 }
 
 // The activation of micro-batch m from the previous stage, into the slot's input.
-static void receive_activation(trainer *t, schedule_run *v, act_slot *slot, int m)
+static void receive_activation(trainer *t, schedule_run *sched, act_slot *slot, int m)
 {
-    const stage_shape *st = &v->pp->st;
-    p2p_link *up = &v->pp->ln->fwd;
+    const stage_shape *st = &sched->pp->st;
+    p2p_link *up = &sched->pp->ln->fwd;
     // the slot is refilled: the backward pass that read it last must have finished
     CUDA_CHECK(cudaStreamWaitEvent(up->stream, slot->freed, 0));
-    if (v->pp->post_recv == POST_RECV_LATE) post_when_wanted(t, slot->wanted, up->stream);
+    if (sched->pp->post_recv == POST_RECV_LATE) post_when_wanted(t, slot->wanted, up->stream);
     test_delay(t, DELAY_COPY, up->stream);  // the test hook holds the hand-overs back with the copies
-    HAND_OVER(v, ACT_RECEIVED, m,
+    HAND_OVER(sched, ACT_RECEIVED, m,
               ncclRecv(layer_input(st, slot->d_act, st->first_layer), input_floats(&t->model.shape, st), ncclFloat,
                        st->rank - 1, up->comm, up->stream));
     CUDA_CHECK(cudaEventRecord(slot->received, up->stream));
 }
 
 // The stage's output for micro-batch m, to the next stage.
-static void send_activation(trainer *t, schedule_run *v, act_slot *slot, int m)
+static void send_activation(trainer *t, schedule_run *sched, act_slot *slot, int m)
 {
-    const stage_shape *st = &v->pp->st;
-    p2p_link *up = &v->pp->ln->fwd;
+    const stage_shape *st = &sched->pp->st;
+    p2p_link *up = &sched->pp->ln->fwd;
     // BEGIN SOLUTION(13-send-after-forward): the send must not read the stage's output before the
     // forward pass has written it: mark that point on the compute stream with the slot's forwarded
     // event, and make the forward link's stream (up->stream), not the host, wait for it
@@ -87,20 +87,20 @@ static void send_activation(trainer *t, schedule_run *v, act_slot *slot, int m)
     CUDA_CHECK(cudaStreamWaitEvent(up->stream, slot->forwarded, 0));
     // END SOLUTION
     test_delay(t, DELAY_COPY, up->stream);
-    HAND_OVER(v, ACT_SENT, m,
+    HAND_OVER(sched, ACT_SENT, m,
               ncclSend(layer_output(st, slot->d_act, st->last_layer), output_floats(&t->model.shape, st), ncclFloat,
                        st->rank + 1, up->comm, up->stream));
     CUDA_CHECK(cudaEventRecord(slot->sent, up->stream));
 }
 
-static void forward_micro_batch(trainer *t, schedule_run *v, long i, int m)
+static void forward_micro_batch(trainer *t, schedule_run *sched, long i, int m)
 {
-    pipeline *pp = v->pp;
+    pipeline *pp = sched->pp;
     const stage_shape *st = &pp->st;
     cudaStream_t compute = t->compute_stream;
-    act_slot *slot = pool_take(v, m);
+    act_slot *slot = pool_take(sched, m);
     if (stage_is_first(st) || stage_is_last(st)) copy_in(t, pp, slot, i, m);
-    if (!stage_is_first(st)) receive_activation(t, v, slot, m);
+    if (!stage_is_first(st)) receive_activation(t, sched, slot, m);
     if (stage_is_first(st)) CUDA_CHECK(cudaStreamWaitEvent(compute, slot->copied, 0));
     // BEGIN SOLUTION(13-recv-wait): on every stage but the first, the forward pass reads the
     // activation that the forward link receives into the slot: make the compute stream wait for the
@@ -111,47 +111,47 @@ static void forward_micro_batch(trainer *t, schedule_run *v, long i, int m)
     if (!stage_is_last(st)) CUDA_CHECK(cudaStreamWaitEvent(compute, slot->sent, 0));
     test_delay(t, DELAY_COMPUTE, compute);
     stage_forward(&t->model, st, slot->d_act, compute);
-    if (!stage_is_last(st)) send_activation(t, v, slot, m);
+    if (!stage_is_last(st)) send_activation(t, sched, slot, m);
 }
 
 // The error of micro-batch m's output, from the next stage, into error buffer k.
-static void receive_error(trainer *t, schedule_run *v, int k, int m)
+static void receive_error(trainer *t, schedule_run *sched, int k, int m)
 {
-    pipeline *pp = v->pp;
+    pipeline *pp = sched->pp;
     p2p_link *down = &pp->ln->bwd;
     // the buffer is refilled: the backward pass that read it last must have finished
     CUDA_CHECK(cudaStreamWaitEvent(down->stream, pp->error_read[k], 0));
     if (pp->post_recv == POST_RECV_LATE) post_when_wanted(t, pp->error_wanted[k], down->stream);
     test_delay(t, DELAY_COPY, down->stream);
-    HAND_OVER(v, ERROR_RECEIVED, m,
+    HAND_OVER(sched, ERROR_RECEIVED, m,
               ncclRecv(pp->d_error_in[k], output_floats(&t->model.shape, &pp->st), ncclFloat, pp->st.rank + 1,
                        down->comm, down->stream));
     CUDA_CHECK(cudaEventRecord(pp->error_received[k], down->stream));
 }
 
 // The error of micro-batch m's input, to the previous stage: the mirror of send_activation.
-static void send_error(trainer *t, schedule_run *v, int k, int m)
+static void send_error(trainer *t, schedule_run *sched, int k, int m)
 {
-    pipeline *pp = v->pp;
+    pipeline *pp = sched->pp;
     p2p_link *down = &pp->ln->bwd;
     CUDA_CHECK(cudaEventRecord(pp->error_ready[k], t->compute_stream));
     CUDA_CHECK(cudaStreamWaitEvent(down->stream, pp->error_ready[k], 0));
     test_delay(t, DELAY_COPY, down->stream);
-    HAND_OVER(v, ERROR_SENT, m,
+    HAND_OVER(sched, ERROR_SENT, m,
               ncclSend(pp->d_error_out[k], input_floats(&t->model.shape, &pp->st), ncclFloat, pp->st.rank - 1,
                        down->comm, down->stream));
     CUDA_CHECK(cudaEventRecord(pp->error_sent[k], down->stream));
 }
 
-static void backward_micro_batch(trainer *t, schedule_run *v, long i, int m)
+static void backward_micro_batch(trainer *t, schedule_run *sched, long i, int m)
 {
-    pipeline *pp = v->pp;
+    pipeline *pp = sched->pp;
     const stage_shape *st = &pp->st;
     cudaStream_t compute = t->compute_stream;
-    act_slot *slot = &v->pool.slots[v->slot_of[m]];
+    act_slot *slot = &sched->pool.slots[sched->slot_of[m]];
     int k = m % 2;  // the error buffers, ping-pong: micro-batch m+1's may arrive while m's is read
     if (!stage_is_last(st)) {
-        receive_error(t, v, k, m);
+        receive_error(t, sched, k, m);
         CUDA_CHECK(cudaStreamWaitEvent(compute, pp->error_received[k], 0));
     } else {
         CUDA_CHECK(cudaStreamWaitEvent(compute, slot->copied, 0));  // the targets, for the loss
@@ -172,9 +172,9 @@ static void backward_micro_batch(trainer *t, schedule_run *v, long i, int m)
     // is done: record the slot's freed event on the compute stream (whatever refills the slot waits
     // for it), then give the slot back to the pool (pool_return) for a later forward
     CUDA_CHECK(cudaEventRecord(slot->freed, compute));
-    pool_return(v, m);
+    pool_return(sched, m);
     // END SOLUTION
-    if (!stage_is_first(st)) send_error(t, v, k, m);
+    if (!stage_is_first(st)) send_error(t, sched, k, m);
 }
 
 // ----------------------------------------------------------------------------
@@ -238,55 +238,55 @@ static void broadcast_losses(trainer *t, pipeline *pp)
 
 // Each micro-batch crosses each boundary once each way per batch: a stage sends (and the
 // next receives) every activation but on the last stage, every error but on the first.
-static void check_crossings(trainer *t, schedule_run *v)
+static void check_crossings(trainer *t, schedule_run *sched)
 {
-    const stage_shape *st = &v->pp->st;
+    const stage_shape *st = &sched->pp->st;
     static const char *const what[CROSSING_KINDS] = {"activations sent", "activations received", "errors sent",
                                                      "errors received"};
     long n = t->opt.batches;
     long want[CROSSING_KINDS] = {stage_is_last(st) ? 0 : n, stage_is_first(st) ? 0 : n, stage_is_first(st) ? 0 : n,
                                  stage_is_last(st) ? 0 : n};
-    v->act_sent = v->error_sent = 0;
+    sched->act_sent = sched->error_sent = 0;
     for (int kind = 0; kind < CROSSING_KINDS; kind++)
         for (int m = 0; m < st->micro_batches; m++) {
-            long got = v->crossed[kind * st->micro_batches + m];
-            if (kind == ACT_SENT) v->act_sent += got;
-            if (kind == ERROR_SENT) v->error_sent += got;
-            if (got != want[kind] && v->crossings_ok) {
-                v->crossings_ok = 0;
-                snprintf(v->crossing_problem, sizeof v->crossing_problem,
+            long got = sched->crossed[kind * st->micro_batches + m];
+            if (kind == ACT_SENT) sched->act_sent += got;
+            if (kind == ERROR_SENT) sched->error_sent += got;
+            if (got != want[kind] && sched->crossings_ok) {
+                sched->crossings_ok = 0;
+                snprintf(sched->crossing_problem, sizeof sched->crossing_problem,
                          "stage %d (%s): micro-batch %d: %ld %s in a run of %ld batches, expected %ld", st->rank,
-                         SCHEDULE_NAMES[v->kind], m, got, what[kind], n, want[kind]);
+                         SCHEDULE_NAMES[sched->kind], m, got, what[kind], n, want[kind]);
             }
         }
 }
 
 int train_loop(trainer *t, void *ctx)
 {
-    schedule_run *v = (schedule_run *)ctx;
-    pipeline *pp = v->pp;
+    schedule_run *sched = (schedule_run *)ctx;
+    pipeline *pp = sched->pp;
     const stage_shape *st = &pp->st;
     long n = t->opt.batches;
     size_t parts = (size_t)STEP_RING * st->micro_batches;
     // poisoned: a share of the loss read before its copy lands is NaN, and the loss with it
     memset(pp->h_parts, 0xFF, sizeof(float) * parts);
     CUDA_CHECK(cudaMemsetAsync(pp->d_parts, 0xFF, sizeof(float) * parts, t->compute_stream));
-    memset(v->crossed, 0, sizeof(long) * CROSSING_KINDS * (size_t)st->micro_batches);
+    memset(sched->crossed, 0, sizeof(long) * CROSSING_KINDS * (size_t)st->micro_batches);
     for (long i = 0; i < n; i++) {
         dist_fault_inject(pp->dist, &pp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
         if (i >= 2) step_wait(t, pp, i - 2);  // two batches ahead at most: events and buffers stay in their rings
-        for (int k = 0; k < v->nops; k++) {
-            const step_op *op = &v->ops[k];
+        for (int k = 0; k < sched->nops; k++) {
+            const step_op *op = &sched->ops[k];
             if (op->backward)
-                backward_micro_batch(t, v, i, op->micro_batch);
+                backward_micro_batch(t, sched, i, op->micro_batch);
             else
-                forward_micro_batch(t, v, i, op->micro_batch);
+                forward_micro_batch(t, sched, i, op->micro_batch);
         }
         finish_step(t, pp, i);
     }
     for (long j = n >= 2 ? n - 2 : 0; j < n; j++) step_wait(t, pp, j);
     if (st->stages > 1) broadcast_losses(t, pp);
-    check_crossings(t, v);
+    check_crossings(t, sched);
     return 0;
 }
 
