@@ -240,21 +240,32 @@ check_training_options() {
 
 # help_problems: the lines of a --help text (on stdin) that break its rules, one per
 # line, empty when none: an option line states at most one default; a range is
-# written "(MIN..MAX, default D)" with whole numbers as digits (never 2.1e+09), and
-# the default lies inside the range.
+# written "(MIN..MAX, default D)" with every number in digits (never 2.1e+09 or 1e-06),
+# and the default lies inside the range. An option whose name and value overflow the
+# option column has its description on the next line (a line of spaces first): it is
+# read as part of the option's line; no description runs into the option's name.
 help_problems() {
     awk '
-    /^  --/ {
-        line = $0
-        if (gsub(/default/, "default", line) > 1) { print "two defaults: " $0; next }
-        if (line ~ /[0-9]e\+[0-9]/) { print "a number in scientific notation: " $0; next }
+    function judge(line,   r, parts, mm, d) {
+        if (gsub(/default/, "default", line) > 1) { print "two defaults: " line; return }
+        if (line ~ /[0-9]e[-+]?[0-9]/) { print "a number in scientific notation: " line; return }
         if (match(line, /\([^()]*\.\.[^()]*, default [^()]*\)$/)) {
             r = substr(line, RSTART + 1, RLENGTH - 2)
             split(r, parts, /, default /); split(parts[1], mm, /\.\./); d = parts[2]
-            if (d !~ /^-?[0-9.e+-]+$/) next
-            if (d + 0 < mm[1] + 0 || d + 0 > mm[2] + 0) print "default " d " outside " mm[1] ".." mm[2] ": " $0
+            if (d !~ /^-?[0-9.e+-]+$/) return
+            if (d + 0 < mm[1] + 0 || d + 0 > mm[2] + 0) print "default " d " outside " mm[1] ".." mm[2] ": " line
         }
-    }'
+    }
+    /^  --/ {
+        if (pending != "") judge(pending)
+        pending = $0
+        # an option as long as the column, or longer, with text right after it: it ran into its description
+        if (match($0, /^  --[^ ]+( [^ ]+)? /) && RLENGTH > 29 && substr($0, RLENGTH + 1, 1) != "") print "an option run into its description: " $0
+        next
+    }
+    pending != "" && /^   +[^ -]/ { sub(/^ +/, " "); pending = pending $0; next }
+    { if (pending != "") judge(pending); pending = "" }
+    END { if (pending != "") judge(pending) }'
 }
 
 # check_help NAME: NAME --help succeeds, names the exit codes, and breaks none of
