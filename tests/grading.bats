@@ -214,13 +214,22 @@ from_tap() {
     for s in solved unsolved broken; do
         assert_equal "$(stat -c %Y "$BATS_TEST_TMPDIR/gc/$s/stage/build/libcourse.a")" "$(stat -c %Y "$BUILT/libcourse.a")"
     done
-    # every lesson built, none graded (no GPU): exit 3, as the help says
+    # every lesson built, none graded (no GPU): exit 3, as the help says, its last line one line; into the
+    # same folder: the students of the run before are gone, none of them feeds this one
     mkdir "$BATS_TEST_TMPDIR/class2"
-    mv "$BATS_TEST_TMPDIR/class/solved" "$BATS_TEST_TMPDIR/class2/"
+    mv "$BATS_TEST_TMPDIR/class/solved" "$BATS_TEST_TMPDIR/class/unsolved" "$BATS_TEST_TMPDIR/class2/"
     run env CUDA_VISIBLE_DEVICES= HAVE_GPU= BATS_FILTER_TAGS=gpu "$ROOT/tools/grade-class" --build "$BUILT" \
-        --out "$BATS_TEST_TMPDIR/gc2" --lessons "07" "$BATS_TEST_TMPDIR/class2"
+        --out "$BATS_TEST_TMPDIR/gc" --lessons "07" "$BATS_TEST_TMPDIR/class2"
     assert_equal "$status" 3
-    assert_line --regexp "^grade-class: exit status 3 \(.*no usable GPU"
+    [[ "${lines[-1]}" =~ ^grade-class:\ exit\ status\ 3\ \(.*no\ usable\ GPU.*\)$ ]] || fail "the last line: ${lines[-1]}"
+    assert_equal "$(grep -c '^grade-class: exit status' <<<"$output")" 1
+    assert_equal "$(ls "$BATS_TEST_TMPDIR/gc" | grep -vE '^(class\.csv|class\.log|course-build\.log)$' | tr '\n' ' ')" "solved unsolved "
+    assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/gc/class.csv")" 3
+    # no GPU found: it says so, and names no compute capability as if it had found one
+    if ! nvidia-smi -L >/dev/null 2>&1; then
+        refute_output --partial "compute capability"
+        assert_line --index 0 --partial "no GPU found"
+    fi
 }
 
 # bats test_tags=timed
@@ -294,4 +303,16 @@ course_copy() {
     assert_output --regexp "06_per_batch_sync: builds; 0 of [0-9]+ scored checks pass"
     assert_output --partial "first failing check: 06"
     assert_output --regexp "hint \(06-(copy|step)-sync\): "
+}
+
+@test "grading: a lesson the course does not have is refused, never dropped: exit code 2, one line naming it" {
+    mkdir -p "$BATS_TEST_TMPDIR/class/a/lessons"
+    for cmd in "grade --lessons 05,99" "grade --lessons 00" "grade-class --lessons 99 $BATS_TEST_TMPDIR/class" \
+        "grade-class --lessons 05,99 $BATS_TEST_TMPDIR/class"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$ROOT"/tools/$cmd --out "$BATS_TEST_TMPDIR/out"
+        [ "$status" -eq 2 ] || fail "$cmd: exit code $status, expected 2"
+        [ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "$cmd: expected one line, got: $stderr"
+        [[ "$stderr" == *"no lesson "[09][09]* ]] || fail "$cmd: $stderr"
+    done
 }
