@@ -355,6 +355,28 @@ EOF
     [ -z "$output" ] || fail "file-scope variables (pass state through a struct instead): $output"
 }
 
+# cited_paths ROOT FILE.md...: "FILE: PATH" for every path of the course FILE names in backticks
+# (`common/dist_env.c`, `build/tools/tracestat DIR`) that is no file under ROOT: a built program
+# by its source (build/tools/X: tools/X.c; build/solutions/X: solutions/X). Patterns (NN_topic,
+# *, ...) and placeholders in capitals are left out.
+cited_paths() {
+    local md root=$1
+    shift
+    for md in "$@"; do
+        grep -o '`[^`]*`' "$md" | tr -d '`' | tr ' (),;:' '\n\n\n\n\n\n' |
+            grep -E '^(\./)?(common|tools|solutions|lessons|tests|notes|build/tools|build/solutions|build/lessons)/[A-Za-z0-9_.-]' |
+            grep -vE 'NN|\*|\.\.\.|[A-Z]{2,}' | sort -u | while read -r p; do
+            p=${p#./}; p=${p%.}
+            case $p in
+            build/tools/*) src=${p#build/tools/}; src=tools/${src%%/*}.c ;;
+            build/solutions/* | build/lessons/*) src=${p#build/*/}; src=solutions/${src%%/*} ;;
+            *) src=$p ;;
+            esac
+            [ -e "$root/$src" ] || echo "$md: $p"
+        done
+    done
+}
+
 @test "course: the link check finds a broken relative link, and passes good ones, web links and anchors" {
     mkdir -p "$BATS_TEST_TMPDIR/doc/img"
     touch "$BATS_TEST_TMPDIR/doc/img/there.svg" "$BATS_TEST_TMPDIR/doc/other.md"
@@ -373,6 +395,21 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
     run broken_links "$ROOT/README.md" "$ROOT"/notes/*.md "$ROOT"/notes/measurements/*.md
     assert_success
     [ -z "$output" ] || fail "broken links: $output"
+}
+
+@test "course: the path check finds a path that names no file, by its source for a built program" {
+    mkdir -p "$BATS_TEST_TMPDIR/c/common" "$BATS_TEST_TMPDIR/c/tools"
+    touch "$BATS_TEST_TMPDIR/c/common/dist_env.c" "$BATS_TEST_TMPDIR/c/tools/flight-report.c"
+    printf '%s\n' 'See `common/dist_env.c` and `common/dist.c`, run `build/tools/flight-report DIR`,' \
+        'not `tools/flight-report` or `build/tools/nothing`; `lessons/NN_topic/` is a pattern.' >"$BATS_TEST_TMPDIR/c/a.md"
+    run cited_paths "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/c/a.md"
+    assert_equal "$(cut -d' ' -f2 <<<"$output" | tr '\n' ' ')" "build/tools/nothing common/dist.c tools/flight-report "
+}
+
+@test "course: every file README.md and the notes name in backticks is there (a built program by its source)" {
+    run cited_paths "$ROOT" "$ROOT/README.md" "$ROOT"/notes/*.md
+    assert_success
+    [ -z "$output" ] || fail "paths that name no file: $output"
 }
 
 @test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is installed" {
