@@ -412,6 +412,54 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
     [ -z "$output" ] || fail "paths that name no file: $output"
 }
 
+# a_user_make ARGS...: make as a user types it, not as the test runner's make passes it down
+a_user_make() {
+    env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS make "$@"
+}
+
+@test "course: make runs as many jobs as the CPUs by default, and a -j given wins" {
+    run a_user_make -C "$ROOT" -p -q nccl-status
+    assert_line --regexp "^MAKEFLAGS = .*-j$(nproc)( |$)"
+    run a_user_make -C "$ROOT" -p -q -j1 nccl-status
+    assert_line --regexp "^MAKEFLAGS = .*-j1( |$)"
+    refute_line --regexp "^MAKEFLAGS = .*-j$(nproc) "
+}
+
+@test "course: a lesson that does not compile stops nothing else: make names it, builds the rest and fails; demo goes on" {
+    tree=$BATS_TEST_TMPDIR/course
+    mkdir -p "$tree"
+    (cd "$ROOT" && cp -a Makefile common solutions lessons tools tests "$tree/")
+    cp -a "$BUILT" "$tree/build"
+    printf 'this line is not C;\n' >>"$tree/lessons/08_interval_sync/train.cu"
+    # what must still be built after the broken lesson: a solution, a tool, another lesson
+    rm -f "$tree/build/solutions/07_event_sync" "$tree/build/tools/tracestat" "$tree/build/lessons/06_per_batch_sync"
+    run a_user_make -C "$tree" ARCH=90
+    assert_failure
+    assert_line "make: lesson 08_interval_sync does not build: lessons/08_interval_sync, the compiler's errors above"
+    assert_line --partial "make: lessons that do not build: 08_interval_sync ("
+    for f in solutions/07_event_sync tools/tracestat lessons/06_per_batch_sync; do
+        [ -x "$tree/build/$f" ] || fail "build/$f was not built beside the broken lesson"
+    done
+    [ ! -e "$tree/build/lessons/08_interval_sync" ] || fail "the broken lesson's old binary is still there"
+    run a_user_make -C "$tree" ARCH=90 demo DEMO_ARGS="--only 1 --size-mib 1"
+    assert_line --partial "make: lessons that do not build: 08_interval_sync ("
+    assert_output --regexp "05_stream_overlap: no usable GPU|all checks passed"
+}
+
+@test "course: make test ends with its summary line; when a check failed, make's own error line comes after it" {
+    d=$BATS_TEST_TMPDIR
+    printf '@test "passes" { true; }\n@test "skips" { skip "no reason"; }\n' >"$d/good.bats"
+    printf '@test "passes" { true; }\n@test "fails" { false; }\n' >"$d/bad.bats"
+    # its own TAP_OUT: the results folder of the run this check is part of must stay
+    run a_user_make -s -C "$ROOT" BUILD="$BUILT" test TESTS="$d/good.bats" TAP_OUT="$d/good.tap"
+    assert_success
+    assert_equal "${lines[-1]}" "1 passed, 0 failed, 1 skipped"
+    run a_user_make -s -C "$ROOT" BUILD="$BUILT" test TESTS="$d/bad.bats" TAP_OUT="$d/bad.tap"
+    assert_equal "$status" 2
+    assert_equal "${lines[-2]}" "1 passed, 1 failed, 0 skipped"
+    [[ "${lines[-1]}" == "make: *** [Makefile:"*": test] Error 1" ]] || fail "the last line: ${lines[-1]}"
+}
+
 @test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is installed" {
     run make -s -C "$ROOT" format-check CLANG_FORMAT=no-such-clang-format
     assert_success
