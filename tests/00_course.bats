@@ -196,8 +196,10 @@ EXERCISE_KEY_CALLS='
 08-device-slot        cudaStreamWaitEvent\(t->copy_stream, e->stepped
 08-interval           HOST_SYNC\(
 09-backward-wait      cudaStreamWaitEvent\(p->backward, p->forwarded
+09-host-slot          SLOT_WAIT\(t, cudaEventSynchronize\(p->copied
 11-fork               cudaStreamWaitEvent\(g->forward, g->landed
 11-join               cudaStreamWaitEvent\(g->origin, g->stepped
+11-backward-wait      cudaStreamWaitEvent\(g->backward, g->forwarded
 11-capture            cudaGraphInstantiate
 11-launch             cudaGraphLaunch\(g->exec\[i
 12-ready              cudaEventRecord\(dp->grads_ready

@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 2078278790)
-// Fill in its 3 TODOs.
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 609514531)
+// Fill in its 4 TODOs.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
 // build: make build/solutions/09_four_stream_pipeline
@@ -54,8 +54,9 @@ static int train_loop(trainer *t, void *ctx)
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
         cudaStream_t copy = p->copy[i % 2];
-        // host slot s fed the copy of batch i-3
-        if (i >= SLOTS && event_pending(p->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(p->copied[s]));
+        // TODO(09-host-slot): host slot s still feeds the copy of batch i-3 (lesson 08's
+        // host slot, now one of three): if that copy has not left it yet (event_pending), wait for
+        // its event, counted as a slot wait (SLOT_WAIT)
         trainer_prepare(t, i, h_batch);
 
         // TODO(09-slot-free): device slot s still holds batch i-3: make this copy stream

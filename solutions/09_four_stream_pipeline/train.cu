@@ -52,8 +52,11 @@ static int train_loop(trainer *t, void *ctx)
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
         cudaStream_t copy = p->copy[i % 2];
-        // host slot s fed the copy of batch i-3
+        // BEGIN SOLUTION(09-host-slot): host slot s still feeds the copy of batch i-3 (lesson 08's
+        // host slot, now one of three): if that copy has not left it yet (event_pending), wait for
+        // its event, counted as a slot wait (SLOT_WAIT)
         if (i >= SLOTS && event_pending(p->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(p->copied[s]));
+        // END SOLUTION
         trainer_prepare(t, i, h_batch);
 
         // BEGIN SOLUTION(09-slot-free): device slot s still holds batch i-3: make this copy stream
