@@ -110,7 +110,7 @@ endif
 DIST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(DIST_C))
 
 .PHONY: all build-all solutions lesson-bins tools lessons demo test setup bench timelines check next grade dev-check \
-        clean arch format-check handout
+        clean arch format-check handout grade-class
 .DEFAULT_GOAL := all
 
 # `all` fails, naming them, when lessons do not build; demo and test go on without them.
@@ -126,21 +126,14 @@ tools: $(TOOLS)
 lesson-bins: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ))
 	@[ -z "$(LESSON_BINS)" ] || $(MAKE) --no-print-directory -k $(LESSON_BINS) || true
 
-# report_broken_lessons,THEN: names the lessons whose last build failed, then runs THEN
+# report_broken_lessons,THEN: names the lessons that are not built (a lesson's binary is removed
+# before it is built: one whose build failed has none), then runs THEN
 define report_broken_lessons
-broken=$$(cd $(BUILD)/lessons 2>/dev/null && for n in $(LESSON_DIRS); do [ ! -e .$$n.broken ] || printf ' %s' "$$n"; done); \
+broken=$$(for b in $(LESSON_BINS); do [ -x "$$b" ] || printf ' %s' "$${b##*/}"; done); \
 if [ -n "$$broken" ]; then \
     echo "make: lessons that do not build:$$broken (the compiler's errors above; the solutions, the tools and the other lessons are built)" >&2; \
     $(1); \
 fi
-endef
-
-# A lesson's build: on failure its binary goes (no old one may pass for it) and a marker
-# names it; a good build removes the marker.
-define build_lesson
-@mkdir -p $(@D) && rm -f $(@D)/.$(@F).broken
-$(1) -o $@ || { rm -f $@; touch $(@D)/.$(@F).broken; \
-    echo "make: lesson $(@F) does not build: lessons/$(@F), the compiler's errors above" >&2; exit 1; }
 endef
 
 arch:
@@ -170,8 +163,11 @@ $(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) $(COMMON
 
 # A student version leaves state unused until its exercises are written: no error for that.
 LESSON_FLAGS := -diag-suppress 177,550 -Xcompiler -Wno-unused-variable,-Wno-unused-but-set-variable
+# (its old binary removed first: no binary of an earlier good build may pass for a lesson that
+# no longer compiles)
 $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $(COMMON_LIB) common/*.h
-	$(call build_lesson,$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS))
+	@mkdir -p $(@D) && rm -f $@
+	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS) -o $@
 
 # The NCCL lessons also link common/dist_*.c (the bootstrap: ranks, rendezvous, communicator) and NCCL.
 ifeq ($(NCCL_MISSING),)
@@ -186,8 +182,9 @@ $(addprefix $(BUILD)/solutions/,$(NCCL_LESSONS)): $(BUILD)/solutions/%: $$(wildc
 
 $(addprefix $(BUILD)/lessons/,$(NCCL_LESSONS)): $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) \
         $(DIST_OBJ) $(COMMON_LIB) common/*.h
-	$(call build_lesson,$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) \
-	    $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS))
+	@mkdir -p $(@D) && rm -f $@
+	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) \
+	    $(NCCL_LDLIBS) -o $@
 else
 $(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)) $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)):
 	@echo "make: $(@F) needs NCCL: $(NCCL_STATUS)" >&2; exit 1
@@ -224,6 +221,16 @@ bench: all
 
 timelines: all
 	@tools/timelines
+
+# CLASS=DIR: one folder per student; TIME_LIMIT: per student (default 15m); GRADE_LESSONS="05 06"
+.PHONY: grade-class
+grade-class:
+	@test -n "$(CLASS)" || { echo "make grade-class: say which folder holds the students' copies, e.g. make grade-class CLASS=~/class" >&2; exit 2; }
+	@tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
+
+# Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN.
+dev-check:
+	@tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(PARTS)
 endif
 
 # The demo: lesson 05's solution; in a handout, the prebuilt reference of its first lesson.
@@ -259,16 +266,6 @@ next:
 
 grade:
 	@tools/grade --build $(BUILD) $(if $(STUDENT),--student $(STUDENT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)")
-
-# CLASS=DIR: one folder per student; TIME_LIMIT: per student (default 15m); GRADE_LESSONS="05 06"
-.PHONY: grade-class
-grade-class:
-	@test -n "$(CLASS)" || { echo "make grade-class: say which folder holds the students' copies, e.g. make grade-class CLASS=~/class" >&2; exit 2; }
-	@tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
-
-# Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN.
-dev-check:
-	@tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(PARTS)
 
 # The C style (.clang-format, written for clang-format 14): fails, naming each line, where
 # clang-format would change a file of common/, solutions/ or tools/; rewrites nothing.

@@ -1,9 +1,10 @@
 # helpers.bash: what every test file loads.
 #
-# The programs under test come from $COURSE_BIN (default build/solutions); the
-# grader points it at build/lessons or at a student's build. Checks that compare
-# with another lesson use $REF_BIN, the course's own solutions, never the
-# student's other lessons. GPU tests call need_gpu first: it skips them, with the
+# The programs under test come from $COURSE_BIN (default build/solutions; in a
+# handout, a student's copy without solutions/, build/lessons); the grader points it
+# at build/lessons or at a student's build. Checks that compare with another lesson
+# use $REF_BIN, the course's own solutions (in a handout the prebuilt reference/),
+# never the student's other lessons. GPU tests call need_gpu first: it skips them, with the
 # reason, where no usable GPU is found.
 #
 # Tags: `ex:ID` marks a check of exercise ID: it is scored, and it must fail while
@@ -15,9 +16,15 @@ bats_load_library bats-support
 bats_load_library bats-assert
 
 ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
-BIN=${COURSE_BIN:-$ROOT/build/solutions}
-REF_BIN=${COURSE_REF_BIN:-$ROOT/build/solutions}
-TOOLS=${COURSE_TOOLS:-$(dirname "$REF_BIN")/tools}  # the tools of the build under test
+if [ -d "$ROOT/solutions" ]; then
+    BIN=${COURSE_BIN:-$ROOT/build/solutions}
+    REF_BIN=${COURSE_REF_BIN:-$ROOT/build/solutions}
+    TOOLS=${COURSE_TOOLS:-$(dirname "$REF_BIN")/tools}  # the tools of the build under test
+else  # a student's copy (tools/make-handout): their lessons, against the prebuilt reference
+    BIN=${COURSE_BIN:-$ROOT/build/lessons}
+    REF_BIN=${COURSE_REF_BIN:-$ROOT/reference/solutions}
+    TOOLS=${COURSE_TOOLS:-$ROOT/build/tools}
+fi
 FIXTURES=$ROOT/tests/fixtures
 
 # A small training configuration: every structural check runs in about a second.
@@ -396,4 +403,44 @@ assert_stops_by_timeout() {
     done
     [[ "$stderr" != *"stopping at batch"* ]] || fail "a rank stopped with an error, not by hanging: $stderr"
     [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
+}
+
+# ----------------------------------------------------------------------------
+# Documents: README.md and the notes (the course's, and a handout's).
+
+# broken_links FILE.md...: "FILE: TARGET" for every relative link or image of FILE
+# whose target (without its #anchor) is no file or folder beside FILE; web links,
+# mail links and anchors of the same page are left out.
+broken_links() {
+    local md dir target path
+    for md in "$@"; do
+        dir=$(dirname "$md")
+        while IFS= read -r target; do
+            path=${target%%#*}
+            [ -n "$path" ] || continue
+            [ -e "$dir/$path" ] || echo "$md: $target"
+        done < <(grep -o '\]([^)]*)' "$md" | sed 's/^](//; s/)$//; s/[[:space:]].*$//' | grep -vE '^(https?|mailto|ftp):|^#')
+    done
+}
+
+# cited_paths ROOT FILE.md...: "FILE: PATH" for every path of the course FILE names in backticks
+# (`common/dist_env.c`, `build/tools/tracestat DIR`) that is no file under ROOT: a built program
+# by its source (build/tools/X: tools/X.c; build/solutions/X: solutions/X). Patterns (NN_topic,
+# *, ...) and placeholders in capitals are left out.
+cited_paths() {
+    local md root=$1
+    shift
+    for md in "$@"; do
+        grep -o '`[^`]*`' "$md" | tr -d '`' | tr ' (),;:' '\n\n\n\n\n\n' |
+            grep -E '^(\./)?(common|tools|solutions|lessons|tests|notes|build/tools|build/solutions|build/lessons)/[A-Za-z0-9_.-]' |
+            grep -vE 'NN|\*|\.\.\.|[A-Z]{2,}' | sort -u | while read -r p; do
+            p=${p#./}; p=${p%.}
+            case $p in
+            build/tools/*) src=${p#build/tools/}; src=tools/${src%%/*}.c ;;
+            build/solutions/* | build/lessons/*) src=${p#build/*/}; src=solutions/${src%%/*} ;;
+            *) src=$p ;;
+            esac
+            [ -e "$root/$src" ] || echo "$md: $p"
+        done
+    done
 }

@@ -220,3 +220,24 @@ TXT
     assert_line --index 3 --partial "default 7 outside 0..5"
     assert_equal "${#lines[@]}" 4
 }
+
+@test "tools: the README's table of exit codes has a row for every tool, every host tool and the lessons" {
+    table=$(sed -n '/^### Exit codes/,/^## /p' "$ROOT/README.md" | grep '^| ')
+    [ -n "$table" ] || fail "no table under ### Exit codes"
+    while read -r t; do
+        name=$(basename "$t")
+        grep -q "\`tools/$name\`" <<<"$table" || fail "no row for tools/$name"
+    done < <(scripts)
+    for src in "$ROOT"/tools/*.c; do
+        name=$(basename "$src" .c)
+        grep -q "\`build/tools/$name\`" <<<"$table" || fail "no row for build/tools/$name"
+    done
+    grep -q '`build/solutions/NN_topic`' <<<"$table" || fail "no row for the lessons"
+    grep -q '`tests/timed`' <<<"$table" || fail "no row for tests/timed"
+    # flight-report's 4 is in it, and no host-only tool claims 3
+    grep '`build/tools/flight-report`' <<<"$table" | grep -q '| 4: ' || fail "flight-report's 4 is not in the table"
+    for t in tracestat fatbin-archs checkpoint-report flight-report; do
+        row=$(grep "\`build/tools/$t\`" <<<"$table")
+        assert_equal "$(awk -F'|' '{ gsub(/ /, "", $6); print $6 }' <<<"$row")" ""
+    done
+}
