@@ -75,6 +75,9 @@ COMMON_C := $(filter-out $(DIST_C),$(wildcard common/*.c))
 COMMON_CU := $(wildcard common/*.cu)
 COMMON_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_C)) \
               $(patsubst common/%.cu,$(BUILD)/common/%.cu.o,$(COMMON_CU))
+# In a handout, a file of common/ that holds the answer of an exercise handed out comes compiled
+# (tools/make-handout): its object joins the library in place of its source.
+COMMON_PREBUILT := $(wildcard common/prebuilt/*.o)
 COMMON_LIB := $(BUILD)/libcourse.a
 SOLUTION_BINS := $(if $(HANDOUT_TREE),,$(addprefix $(BUILD)/solutions/,$(LESSON_DIRS)))
 LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSON_DIRS))
@@ -151,7 +154,7 @@ $(BUILD)/common/%.cu.o: common/%.cu common/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(COMMON_LIB): $(COMMON_OBJ)
+$(COMMON_LIB): $(COMMON_OBJ) $(COMMON_PREBUILT)
 	@rm -f $@
 	ar rcs $@ $^
 

@@ -93,6 +93,16 @@ course_copy() {
     # a handout without the lesson whose answer it is: nothing to hide there
     run "$c/tools/make-handout" --sources-only --lessons 06-06 --out "$BATS_TEST_TMPDIR/out"
     assert_success
+    # a file that says it holds an answer handed out: its source stays out of common/, and
+    # anywhere else it is refused
+    [ -e "$BATS_TEST_TMPDIR/out/course-06-06/common/loss_ring.c" ] || fail "no lesson 08 handed out, yet no loss_ring.c"
+    run "$c/tools/make-handout" --sources-only --lessons 08-08 --out "$BATS_TEST_TMPDIR/out"
+    assert_success
+    [ ! -e "$BATS_TEST_TMPDIR/out/course-08-08/common/loss_ring.c" ] || fail "08's handout holds common/loss_ring.c"
+    printf '// handout-answer: 08-interval\n' >>"$c/tests/helpers.bash"
+    run --separate-stderr "$c/tools/make-handout" --sources-only --lessons 08-08 --out "$BATS_TEST_TMPDIR/out"
+    assert_equal "$status" 1
+    [[ "$stderr" =~ 08-interval$'\t'tests/helpers\.bash ]] || fail "a file that says it holds 08's answer: $stderr"
 }
 
 @test "handout: make-handout refuses a lesson the course does not have, a range backwards, bad options: exit code 2, one line" {
@@ -145,6 +155,10 @@ make_handout() {
     for f in make-lessons gen-lesson make-handout dev-check grade-class bench; do
         [ ! -e "$h/tools/$f" ] || fail "tools/$f is in the handout"
     done
+    # 08's loss ring (08-interval's answer, which later lessons use) compiled, without a source line
+    [ ! -e "$h/common/loss_ring.c" ] || fail "common/loss_ring.c, 08-interval's answer, is in the handout"
+    [ -f "$h/common/prebuilt/loss_ring.o" ] || fail "no common/prebuilt/loss_ring.o"
+    ! readelf -S "$h/common/prebuilt/loss_ring.o" | grep -q '\.debug_' || fail "loss_ring.o has debugging information"
     # the student versions, as the course generates them
     for f in "$h"/lessons/*/*; do
         diff -q "$f" "$ROOT/lessons/${f#"$h"/lessons/}" >/dev/null || fail "$f differs from the course's lessons/"
@@ -172,7 +186,9 @@ make_handout() {
     # as a student: build, test, check, grade, without a GPU (none visible: CUDA_VISIBLE_DEVICES=)
     arch=()
     [ "$HAVE_GPU" = 1 ] || arch=(ARCH=90)  # no GPU: one architecture is enough to check that it compiles
-    export COURSE_BIN= COURSE_REF_BIN= COURSE_TOOLS= HAVE_GPU= GPU_WHY= CUDA_VISIBLE_DEVICES=
+    # (BATS_TEST_TIMEOUT= : the checks inside have no limit of bats's own, whose countdown bats 1.8.2 can
+    # leave running after a check, holding its bats process; their programs have CHECK_TIMEOUT)
+    export COURSE_BIN= COURSE_REF_BIN= COURSE_TOOLS= HAVE_GPU= GPU_WHY= CUDA_VISIBLE_DEVICES= BATS_TEST_TIMEOUT=
     run a_user_make -C "$h" "${arch[@]}"
     assert_success
     run a_user_make -C "$h" -s "${arch[@]}" test TAP_OUT="$h/build/t.tap"

@@ -15,7 +15,7 @@
 // Synchronous SGD allows no more: forward(i+1) needs the weights update(i) writes,
 // so forward and backward of consecutive batches never overlap. The extra streams
 // buy deeper prefetch: two copies in flight under the compute. Losses as in 08:
-// lesson 08's ring, moved to common/trainer.c.
+// lesson 08's ring, moved to common/loss_ring.c.
 //
 // To see what a forgotten ordering does, leave one of the waits out and run with
 // --delay-us 2000 --delay-on compute (or copy): the losses diverge from the
@@ -38,7 +38,7 @@ typedef struct {
     cudaEvent_t copied[SLOTS];  // batch in slot s has landed on the device (host slot s is free again)
     cudaEvent_t forwarded;      // the latest forward pass has finished
     cudaEvent_t done[SLOTS];    // the backward pass and update of the batch in slot s have finished
-    loss_ring losses;           // lesson 08's loss ring, from common/trainer.c
+    loss_ring losses;           // lesson 08's loss ring, from common/loss_ring.c
 } four_streams;
 
 // ----------------------------------------------------------------------------
