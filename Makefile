@@ -1,14 +1,25 @@
 # The course's build. `make` builds every solution and every student lesson into build/.
 #
-#   make                 build everything (solutions, lessons, tools)
+#   make                 build everything (solutions, lessons, tools), in parallel
 #   make demo            build, then run lesson 05's solution (the main demo)
 #   make setup test      install Bats if it is missing, then run the whole test suite
 #   make lessons         regenerate lessons/ from solutions/ (keeps a .orig of any edited file)
+#   make handout LESSONS=05-08   a student's copy of those lessons, without their answers
 #   make bench           the benchmark table (needs a GPU)
 #   make format-check    does the C follow .clang-format? (changes nothing)
 #   make ARCH="80 90"    build for these compute capabilities instead of the detected one
 #
-# Student and instructor targets (check, next, grade) are described in README.md.
+# Student and instructor targets (check, next, grade) are described in README.md. The same
+# Makefile serves a handout (tools/make-handout), a tree without solutions/: there it
+# builds the student's lessons and the tools, and the checks compare with the prebuilt
+# reference programs in reference/.
+#
+# Jobs: as many as the CPUs (-j1 or any -j on the command line wins). A student's lesson
+# that does not compile stops nothing else: the solutions, the tools and every other
+# lesson are built, make names the lesson, and `make` fails at the end (demo and test go on).
+ifeq ($(MAKELEVEL),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 
 CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(shell command -v nvcc 2>/dev/null))
 ifeq ($(CUDA_HOME),)
@@ -58,17 +69,23 @@ NVCCFLAGS += $(addprefix -Xcompiler ,$(SAN_FLAGS) -fno-omit-frame-pointer)
 LDLIBS += $(addprefix -Xcompiler ,$(SAN_FLAGS))
 endif
 
-LESSONS := $(notdir $(wildcard solutions/[0-9][0-9]_*))
+# The lessons: every folder of solutions/, or in a handout (no solutions/) of lessons/. Not
+# named LESSONS: `make handout LESSONS=05-08` sets that one.
+HANDOUT_TREE := $(if $(wildcard solutions/[0-9][0-9]_*),,1)
+LESSON_DIRS := $(notdir $(wildcard $(if $(HANDOUT_TREE),lessons,solutions)/[0-9][0-9]_*))
 # The bootstrap of several ranks and lesson 12's data-parallel step need NCCL: built below
 DIST_C := $(wildcard common/dist_*.c common/ddp*.c)
 COMMON_C := $(filter-out $(DIST_C),$(wildcard common/*.c))
 COMMON_CU := $(wildcard common/*.cu)
 HOST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_C))
 COMMON_OBJ := $(HOST_OBJ) $(patsubst common/%.cu,$(BUILD)/common/%.cu.o,$(COMMON_CU))
+# In a handout, a file of common/ that holds the answer of an exercise handed out comes compiled
+# (tools/make-handout): its object joins the library in place of its source.
+COMMON_PREBUILT := $(wildcard common/prebuilt/*.o)
 COMMON_LIB := $(BUILD)/libcourse.a
 HOST_LIB := $(BUILD)/libcourse-host.a  # common/'s host-only C, all the tools link: no nvcc needed for them
-SOLUTION_BINS := $(addprefix $(BUILD)/solutions/,$(LESSONS))
-LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSONS))
+SOLUTION_BINS := $(if $(HANDOUT_TREE),,$(addprefix $(BUILD)/solutions/,$(LESSON_DIRS)))
+LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSON_DIRS))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
 NCCL_TOOLS := $(patsubst tools/%.cu,$(BUILD)/tools/%,$(wildcard tools/*.cu))
 
@@ -77,7 +94,7 @@ NCCL_TOOLS := $(patsubst tools/%.cu,$(BUILD)/tools/%,$(wildcard tools/*.cu))
 # in the CUDA toolkit, else in the system's folders (NVIDIA's libnccl2 and libnccl-dev
 # packages). Where it is missing those lessons are not built, `make` says so on its
 # first line, and their tests skip with the reason `make -s nccl-status` prints.
-NCCL_LESSONS := $(filter 12_% 13_% 14_%,$(LESSONS))
+NCCL_LESSONS := $(filter 12_% 13_% 14_%,$(LESSON_DIRS))
 NCCL_INC_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/include,$(CUDA_HOME)/include /usr/include)
 NCCL_LIB_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/lib $(NCCL_HOME)/lib64,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib \
                    /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib)
@@ -102,14 +119,32 @@ LESSON_BINS := $(filter-out $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)),$(LES
 endif
 DIST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(DIST_C))
 
-.PHONY: all solutions lesson-bins tools lessons demo test setup bench timelines check next grade dev-check clean arch \
-        format-check
+.PHONY: all build-all solutions lesson-bins tools lessons demo test setup bench timelines check next grade dev-check \
+        clean arch format-check handout grade-class
 .DEFAULT_GOAL := all
 
-all: arch solutions lesson-bins tools
+# `all` fails, naming them, when lessons do not build; demo and test go on without them.
+all: build-all
+	@$(call report_broken_lessons,exit 1)
+build-all: arch solutions lesson-bins tools
 solutions: $(SOLUTION_BINS)
-lesson-bins: $(LESSON_BINS)
 tools: $(TOOLS) $(NCCL_TOOLS)
+
+# The lessons, each on its own and with -k: one that does not compile (a student's) is named
+# and stops neither the other lessons nor the rest. After the course's library: this make of
+# its own must find it built, not build it a second time beside the first.
+lesson-bins: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ))
+	@[ -z "$(LESSON_BINS)" ] || $(MAKE) --no-print-directory -k $(LESSON_BINS) || true
+
+# report_broken_lessons,THEN: names the lessons that are not built (a lesson's binary is removed
+# before it is built: one whose build failed has none), then runs THEN
+define report_broken_lessons
+broken=$$(for b in $(LESSON_BINS); do [ -x "$$b" ] || printf ' %s' "$${b##*/}"; done); \
+if [ -n "$$broken" ]; then \
+    echo "make: lessons that do not build:$$broken (the compiler's errors above; the solutions, the tools and the other lessons are built)" >&2; \
+    $(1); \
+fi
+endef
 
 arch:
 	@echo "make: building for compute capability $(ARCH) ($(ARCH_WHY)); $(NCCL_STATUS)"
@@ -126,7 +161,7 @@ $(BUILD)/common/%.cu.o: common/%.cu common/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(COMMON_LIB): $(COMMON_OBJ)
+$(COMMON_LIB): $(COMMON_OBJ) $(COMMON_PREBUILT)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -142,8 +177,10 @@ $(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) $(COMMON
 
 # A student version leaves state unused until its exercises are written: no error for that.
 LESSON_FLAGS := -diag-suppress 177,550 -Xcompiler -Wno-unused-variable,-Wno-unused-but-set-variable
+# (its old binary removed first: no binary of an earlier good build may pass for a lesson that
+# no longer compiles)
 $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $(COMMON_LIB) common/*.h
-	@mkdir -p $(@D)
+	@mkdir -p $(@D) && rm -f $@
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS) -o $@
 
 # The NCCL lessons also link common/dist_*.c (the bootstrap: ranks, rendezvous, communicator),
@@ -164,7 +201,7 @@ $(addprefix $(BUILD)/solutions/,$(NCCL_LESSONS)): $(BUILD)/solutions/%: $$(wildc
 
 $(addprefix $(BUILD)/lessons/,$(NCCL_LESSONS)): $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) \
         $$(STANDS_ON.$$*) $(DIST_OBJ) $(COMMON_LIB) common/*.h
-	@mkdir -p $(@D)
+	@mkdir -p $(@D) && rm -f $@
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) \
 	    $(NCCL_LDLIBS) -o $@
 # The tools that run ranks of their own (tools/*.cu: sm-share) build like the NCCL lessons.
@@ -184,24 +221,59 @@ $(BUILD)/tools/%: tools/%.c $(HOST_LIB) common/*.h
 # gpu-probe asks the CUDA runtime (cudaGetDeviceCount): the one tool that links it
 $(BUILD)/tools/gpu-probe: TOOL_LIBS = $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefix -Wl$(comma)-rpath=,$(CUDA_LIBDIRS)) -lcudart -ldl
 
+# What needs the solutions: a handout has none (its lessons are the student's own).
+ifneq ($(HANDOUT_TREE),)
+lessons handout bench timelines grade-class dev-check:
+	@echo "make $@: not in a student's copy of the course (it needs solutions/); the instructor's course has it" >&2; exit 2
+# the prebuilt reference programs were linked where the instructor's libraries are: here, these
+space := $(subst ,, )
+export LD_LIBRARY_PATH := $(subst $(space),:,$(strip $(CUDA_LIBDIRS) $(NCCL_LIB_DIR)))$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
+else
 # lessons/ is generated from solutions/: each BEGIN/END SOLUTION region becomes a TODO.
 lessons:
 	@tools/make-lessons
 
-demo: all
-	$(BUILD)/solutions/05_stream_overlap
-
-setup:
-	@tools/setup-bats
-
-test: all
-	@tools/run-tests tests
+# A student's copy of lessons LESSONS (05-08, "05 06", default all): the folder and a .tar.gz in
+# build/handout/ (HANDOUT_OUT=DIR elsewhere), its reference programs built for FIXED_ARCH.
+handout:
+	@tools/make-handout $(if $(LESSONS),--lessons "$(LESSONS)") $(if $(HANDOUT_OUT),--out $(HANDOUT_OUT))
 
 bench: all
 	@tools/bench
 
 timelines: all
 	@tools/timelines
+
+# CLASS=DIR: one folder per student; TIME_LIMIT: per student (default 15m); GRADE_LESSONS="05 06"
+.PHONY: grade-class
+grade-class:
+	@test -n "$(CLASS)" || { echo "make grade-class: say which folder holds the students' copies, e.g. make grade-class CLASS=~/class" >&2; exit 2; }
+	@tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
+
+# Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN.
+dev-check:
+	@tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(PARTS)
+endif
+
+# The demo: lesson 05's solution; in a handout, the prebuilt reference of its first lesson.
+# DEMO_ARGS: its options (e.g. --help).
+DEMO := $(if $(HANDOUT_TREE),reference/solutions/$(firstword $(LESSON_DIRS)),$(BUILD)/solutions/05_stream_overlap)
+demo: build-all
+	@$(call report_broken_lessons,true)
+	$(DEMO) $(DEMO_ARGS)
+
+setup:
+	@tools/setup-bats
+
+# TESTS: the Bats files or folders to run (default tests/). The last line of the output is
+# run-tests' "N passed, N failed, N skipped", unless a check failed: then make adds its own.
+test: build-all
+	@$(call report_broken_lessons,true)
+	@tools/run-tests $(or $(TESTS),tests)
+
+.PHONY: fixed-arch
+fixed-arch:
+	@echo "$(FIXED_ARCH)"
 
 # For students and instructors (README): check one lesson, find the next, grade one
 # student or a class. The grader builds what it needs (each lesson on its own, so one
@@ -216,16 +288,6 @@ next:
 
 grade:
 	@tools/grade --build $(BUILD) $(if $(STUDENT),--student $(STUDENT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)")
-
-# CLASS=DIR: one folder per student; TIME_LIMIT: per student (default 15m); GRADE_LESSONS="05 06"
-.PHONY: grade-class
-grade-class:
-	@test -n "$(CLASS)" || { echo "make grade-class: say which folder holds the students' copies, e.g. make grade-class CLASS=~/class" >&2; exit 2; }
-	@tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
-
-# Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN.
-dev-check:
-	@tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(PARTS)
 
 # The C style (.clang-format, written for clang-format 14): fails, naming each line, where
 # clang-format would change a file of common/, solutions/ or tools/; rewrites nothing.

@@ -44,6 +44,16 @@ arg_spec arg_choice(const char *name, int *value, const char *words, const char 
     return s;
 }
 
+arg_spec arg_exit_codes(const char *codes)
+{
+    arg_spec s = {NULL, ARG_EXIT_CODES, NULL, 0, 0, NULL, codes};
+    return s;
+}
+
+// The exit codes of a program (it asks for a GPU) and of a host-only tool (it asks for none).
+#define TOOL_EXIT_CODES "0 success, 1 a check failed or a runtime error, 2 bad usage"
+#define PROGRAM_EXIT_CODES TOOL_EXIT_CODES ", 3 no usable GPU"
+
 // The index of `text` among the '|'-separated words, or -1; the word itself in `word`.
 static int choice_index(const char *words, const char *text, int index, char *word, size_t size)
 {
@@ -70,29 +80,50 @@ void usage_error(const char *prog, const char *fmt, ...)
     exit(EXIT_USAGE);
 }
 
-// A number as --help and the error lines write it: a whole number as digits
-// (2147483647, 1000000), never in scientific notation; any other as %g.
+// A number as --help and the error lines write it, never in scientific notation: a whole
+// number as digits (2147483647), any other in decimals to six significant digits (0.000001,
+// 0.02), trailing zeros dropped.
 static void format_number(double v, char *out, size_t size)
 {
-    if (v == floor(v) && fabs(v) < 1e15)
+    if (v == floor(v) && fabs(v) < 1e15) {
         snprintf(out, size, "%.0f", v);
-    else
-        snprintf(out, size, "%g", v);
+        return;
+    }
+    int decimals = 6 - (int)floor(log10(fabs(v))) - 1;  // six significant digits after the leading zeros
+    if (decimals < 0) decimals = 0;
+    if (decimals > 20) decimals = 20;
+    snprintf(out, size, "%.*f", decimals, v);
+    if (strchr(out, '.')) {
+        char *end = out + strlen(out) - 1;
+        while (*end == '0') *end-- = '\0';
+        if (*end == '.') *end = '\0';
+    }
 }
 
+// The width of --help's option column: an option longer than that has its description on
+// the next line, under the others', never run into it.
+#define OPTION_COLUMN 26
+
 static void print_usage(const char *prog, const char *files_metavar, const char *summary, const arg_spec *specs,
-                        int nspecs)
+                        int nspecs, const char *exit_codes)
 {
     printf("usage: %s [options]%s%s\n%s\n\noptions:\n", prog, files_metavar ? " " : "",
            files_metavar ? files_metavar : "", summary);
     for (int i = 0; i < nspecs; i++) {
         const arg_spec *s = &specs[i];
-        char left[64];
+        char left[96];
+        if (s->kind == ARG_EXIT_CODES) {
+            exit_codes = s->help;
+            continue;
+        }
         if (s->kind == ARG_FLAG)
             snprintf(left, sizeof left, "--%s", s->name);
         else
             snprintf(left, sizeof left, "--%s %s", s->name, s->metavar ? s->metavar : "X");
-        printf("  %-26s %s", left, s->help);
+        if (strlen(left) > OPTION_COLUMN)
+            printf("  %s\n  %-*s %s", left, OPTION_COLUMN, "", s->help);
+        else
+            printf("  %-*s %s", OPTION_COLUMN, left, s->help);
         char lo[32], hi[32], def[32];
         format_number(s->min, lo, sizeof lo);
         format_number(s->max, hi, sizeof hi);
@@ -111,12 +142,13 @@ static void print_usage(const char *prog, const char *files_metavar, const char 
             printf(" (default %s)", word);
             break;
         }
-        case ARG_FLAG: break;
+        case ARG_FLAG:
+        case ARG_EXIT_CODES: break;
         }
         putchar('\n');
     }
-    printf("  %-26s %s\n", "--help", "show this help and exit");
-    printf("\nexit codes: 0 success, 1 a check failed or a runtime error, 2 bad usage, 3 no usable GPU\n");
+    printf("  %-*s %s\n", OPTION_COLUMN, "--help", "show this help and exit");
+    printf("\nexit codes: %s\n", exit_codes);
 }
 
 // Reads a whole number: digits only (an optional sign), nothing after them.
@@ -151,8 +183,11 @@ static void set_value(const char *prog, const arg_spec *s, const char *text)
         *(int *)s->value = k;
     } else if (s->kind == ARG_INT) {
         long long v;
+        char lo[32], hi[32];
+        format_number(s->min, lo, sizeof lo);
+        format_number(s->max, hi, sizeof hi);
         if (!parse_int(text, &v) || v < s->min || v > s->max)
-            usage_error(prog, "--%s expects an integer from %.0f to %.0f, got '%s'", s->name, s->min, s->max, text);
+            usage_error(prog, "--%s expects an integer from %s to %s, got '%s'", s->name, lo, hi, text);
         *(int *)s->value = (int)v;
     } else {
         double v;
@@ -165,24 +200,22 @@ static void set_value(const char *prog, const arg_spec *s, const char *text)
     }
 }
 
-void args_parse(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs)
-{
-    args_parse_files(argc, argv, prog, summary, specs, nspecs, NULL, NULL, 0);
-}
-
-int args_parse_files(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs,
-                     const char *files_metavar, const char **files, int max_files)
+static int parse(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs,
+                 const char *files_metavar, const char **files, int max_files, const char *exit_codes)
 {
     struct option longopts[MAX_OPTIONS + 2];
+    int nlong = 0;
     if (nspecs > MAX_OPTIONS) usage_error(prog, "internal error: too many options");
     for (int i = 0; i < nspecs; i++) {
-        longopts[i].name = specs[i].name;
-        longopts[i].has_arg = specs[i].kind == ARG_FLAG ? no_argument : required_argument;
-        longopts[i].flag = NULL;
-        longopts[i].val = 1000 + i;
+        if (specs[i].kind == ARG_EXIT_CODES) continue;  // what --help says, not an option
+        longopts[nlong].name = specs[i].name;
+        longopts[nlong].has_arg = specs[i].kind == ARG_FLAG ? no_argument : required_argument;
+        longopts[nlong].flag = NULL;
+        longopts[nlong].val = 1000 + i;
+        nlong++;
     }
-    longopts[nspecs] = (struct option){"help", no_argument, NULL, 'h'};
-    longopts[nspecs + 1] = (struct option){NULL, 0, NULL, 0};
+    longopts[nlong] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[nlong + 1] = (struct option){NULL, 0, NULL, 0};
 
     opterr = 0;  // we print our own single line
     optind = 1;
@@ -197,7 +230,7 @@ int args_parse_files(int argc, char **argv, const char *prog, const char *summar
             continue;
         }
         if (c == 'h') {
-            print_usage(prog, files_metavar, summary, specs, nspecs);
+            print_usage(prog, files_metavar, summary, specs, nspecs, exit_codes);
             exit(EXIT_SUCCESS);
         }
         if (c == '?') usage_error(prog, "unknown option '%s' (try --help)", argv[optind - 1]);
@@ -210,4 +243,15 @@ int args_parse_files(int argc, char **argv, const char *prog, const char *summar
     }
     if (optind < argc) usage_error(prog, "unexpected argument '%s' (try --help)", argv[optind]);
     return nfiles;
+}
+
+void args_parse(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs)
+{
+    parse(argc, argv, prog, summary, specs, nspecs, NULL, NULL, 0, PROGRAM_EXIT_CODES);
+}
+
+int args_parse_files(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs,
+                     const char *files_metavar, const char **files, int max_files)
+{
+    return parse(argc, argv, prog, summary, specs, nspecs, files_metavar, files, max_files, TOOL_EXIT_CODES);
 }

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-typedef enum { ARG_FLAG, ARG_INT, ARG_DOUBLE, ARG_STRING, ARG_CHOICE } arg_kind;
+typedef enum { ARG_FLAG, ARG_INT, ARG_DOUBLE, ARG_STRING, ARG_CHOICE, ARG_EXIT_CODES } arg_kind;
 
 typedef struct {
     const char *name;  // long option name, without the dashes
@@ -28,15 +28,21 @@ arg_spec arg_flag(const char *name, int *value, const char *help);
 arg_spec arg_string(const char *name, const char **value, const char *metavar, const char *help);
 // One of the words in `words` ("a|b|c"): *value becomes its index (a = 0).
 arg_spec arg_choice(const char *name, int *value, const char *words, const char *help);
+// No option: the exit codes --help lists, for a tool with codes of its own, e.g.
+// arg_exit_codes("0 the rings agree, 1 no ring, 2 bad usage, 4 a divergence named").
+arg_spec arg_exit_codes(const char *codes);
 
-// Parses argv. Returns normally when every option is valid. On --help prints the
-// usage on stdout and exits 0; on a bad option prints one line on stderr
-// ("prog: --streams expects an integer from 1 to 32, got 'abc'") and exits with
-// EXIT_USAGE. `summary` is the one-line description shown by --help.
+// Parses argv, for the programs (they use a GPU). Returns normally when every option is
+// valid. On --help prints the usage on stdout and exits 0; on a bad option prints one line
+// on stderr ("prog: --streams expects an integer from 1 to 32, got 'abc'") and exits with
+// EXIT_USAGE. `summary` is the one-line description shown by --help. The help's last line
+// lists the exit codes: 0, 1, 2 and 3 (no usable GPU).
 void args_parse(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs);
 
-// As args_parse, and collects up to max_files arguments that are not options
-// (file names) into files[], in order; more is a usage error. Returns how many.
+// As args_parse, for the host-only tools, which read files and use no GPU: collects up to
+// max_files arguments that are not options (file names) into files[], in order; more is a
+// usage error. Returns how many. The help lists the exit codes 0, 1 and 2 (no 3: no GPU is
+// asked for), or the tool's own (arg_exit_codes).
 int args_parse_files(int argc, char **argv, const char *prog, const char *summary, const arg_spec *specs, int nspecs,
                      const char *files_metavar, const char **files, int max_files);
 

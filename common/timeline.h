@@ -115,7 +115,10 @@ int tl_comm_kernel(const char *name);
 // Where two events on one track would partly overlap (clock granularity), the
 // later one starts where the earlier ends, so that every track nests.
 void tl_write_json(const timeline *t, FILE *out);
-// Reads back what tl_write_json wrote. Returns 0 on success.
+// Reads back what tl_write_json wrote: TL_READ_OK, TL_READ_NOT_A_TRACE, or
+// TL_READ_CUT_SHORT when the file ends before its closing "otherData" line or in the
+// middle of an event (a trace whose writer was stopped: its figures would be wrong).
+typedef enum { TL_READ_OK = 0, TL_READ_NOT_A_TRACE, TL_READ_CUT_SHORT } tl_read_status;
 int tl_read_json(timeline *t, FILE *in);
 
 // ---- timeline_figures.c

@@ -196,6 +196,15 @@ static int read_event(timeline *t, const char *line, const char *ph, const char 
     return 0;
 }
 
+// 1 when a line ends as a whole event does, "}" or "},": one cut in the middle does not.
+static int whole_line(const char *line)
+{
+    size_t n = strlen(line);
+    while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r' || line[n - 1] == ' ')) n--;
+    if (n > 0 && line[n - 1] == ',') n--;
+    return n > 0 && line[n - 1] == '}';
+}
+
 int tl_read_json(timeline *t, FILE *in)
 {
     tl_init(t, "");
@@ -203,23 +212,31 @@ int tl_read_json(timeline *t, FILE *in)
     t->nprocesses = 1;
     int tid_track[TL_MAX_TRACKS + 1];
     for (int k = 0; k <= TL_MAX_TRACKS; k++) tid_track[k] = -1;
-    int saw_header = 0;
+    int saw_header = 0, saw_end = 0;
     while (fgets(line, sizeof line, in)) {
+        if (saw_end) {  // the "otherData" line closes the file: nothing may follow it
+            if (strspn(line, " \t\r\n") != strlen(line)) return TL_READ_NOT_A_TRACE;
+            continue;
+        }
         if (strstr(line, "\"traceEvents\"")) saw_header = 1;
         if (strstr(line, "\"otherData\"")) {
+            if (!whole_line(line)) return TL_READ_CUT_SHORT;
             read_other_data(t, line);
+            saw_end = 1;
             continue;
         }
         char ph[8] = "", name[TL_NAME] = "";
         if (!read_string(line, "ph", ph, sizeof ph)) continue;
+        if (!whole_line(line)) return TL_READ_CUT_SHORT;
         read_string(line, "name", name, sizeof name);
         double tid = 0, pid = 1;
         read_number(line, "tid", &tid);
         read_number(line, "pid", &pid);
-        if (pid < 1 || pid > TL_MAX_PROCESSES) return 1;
+        if (pid < 1 || pid > TL_MAX_PROCESSES) return TL_READ_NOT_A_TRACE;
         int bad = strcmp(ph, "M") == 0 ? read_metadata(t, line, name, (int)pid, tid, tid_track)
                                        : read_event(t, line, ph, name, tid, tid_track);
-        if (bad) return 1;
+        if (bad) return TL_READ_NOT_A_TRACE;
     }
-    return saw_header ? 0 : 1;
+    if (!saw_header) return TL_READ_NOT_A_TRACE;
+    return saw_end ? TL_READ_OK : TL_READ_CUT_SHORT;  // a trace ends with its "otherData" line
 }

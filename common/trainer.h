@@ -140,7 +140,7 @@ int event_pending(cudaEvent_t event);
 // Takes batch i's loss from the pinned ring (the caller knows its copy has landed).
 void trainer_take_loss(trainer *t, long i);
 
-// Lesson 08's loss ring, for the lessons after it. One event per ring slot,
+// Lesson 08's loss ring, for the lessons after it (common/loss_ring.c). One event per ring slot,
 // recorded after that slot's copy. The loop keeps the first batch whose loss it
 // has not taken yet (`next_loss`, 0 when a run starts).
 // At the end of an interval the host waits for the loss of the batch *before*

@@ -76,21 +76,6 @@ file_scope_state() {
     }'
 }
 
-# broken_links FILE.md...: "FILE: TARGET" for every relative link or image of FILE
-# whose target (without its #anchor) is no file or folder beside FILE; web links,
-# mail links and anchors of the same page are left out.
-broken_links() {
-    local md dir target path
-    for md in "$@"; do
-        dir=$(dirname "$md")
-        while IFS= read -r target; do
-            path=${target%%#*}
-            [ -n "$path" ] || continue
-            [ -e "$dir/$path" ] || echo "$md: $target"
-        done < <(grep -o '\]([^)]*)' "$md" | sed 's/^](//; s/)$//; s/[[:space:]].*$//' | grep -vE '^(https?|mailto|ftp):|^#')
-    done
-}
-
 # defines_lists FILE...: "FILE HEADER NAME" for every name in the `defines:` comment of a
 # project include, its continuation lines (comment lines indented under it) included.
 defines_lists() {
@@ -273,10 +258,13 @@ EXERCISE_KEY_CALLS='
 08-device-slot        cudaStreamWaitEvent\(t->copy_stream, sync->stepped
 08-interval           HOST_SYNC\(
 09-backward-wait      cudaStreamWaitEvent\(p->backward, p->forwarded
+09-host-slot          SLOT_WAIT\(t, cudaEventSynchronize\(p->copied
 11-fork               cudaStreamWaitEvent\(g->forward, g->landed
 11-join               cudaStreamWaitEvent\(g->origin, g->stepped
+11-backward-wait      cudaStreamWaitEvent\(g->backward, g->forwarded
 11-capture            cudaGraphInstantiate
 11-launch             cudaGraphLaunch\(g->exec\[i
+12-device-slot        cudaStreamWaitEvent\(t->copy_stream, dp->stepped
 12-ready              cudaEventRecord\(dp->grads_ready
 12-allreduce          ncclAllReduce\([^,]*d_grads
 12-update-wait        cudaStreamWaitEvent\([^,]*, dp->reduced
@@ -531,6 +519,69 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
     run broken_links "$ROOT/README.md" "$ROOT"/notes/*.md "$ROOT"/notes/measurements/*.md
     assert_success
     [ -z "$output" ] || fail "broken links: $output"
+}
+
+@test "course: the path check finds a path that names no file, by its source for a built program" {
+    mkdir -p "$BATS_TEST_TMPDIR/c/common" "$BATS_TEST_TMPDIR/c/tools"
+    touch "$BATS_TEST_TMPDIR/c/common/dist_env.c" "$BATS_TEST_TMPDIR/c/tools/flight-report.c"
+    printf '%s\n' 'See `common/dist_env.c` and `common/dist.c`, run `build/tools/flight-report DIR`,' \
+        'not `tools/flight-report` or `build/tools/nothing`; `lessons/NN_topic/` is a pattern.' >"$BATS_TEST_TMPDIR/c/a.md"
+    run cited_paths "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/c/a.md"
+    assert_equal "$(cut -d' ' -f2 <<<"$output" | tr '\n' ' ')" "build/tools/nothing common/dist.c tools/flight-report "
+}
+
+@test "course: every file README.md and the notes name in backticks is there (a built program by its source)" {
+    run cited_paths "$ROOT" "$ROOT/README.md" "$ROOT"/notes/*.md
+    assert_success
+    [ -z "$output" ] || fail "paths that name no file: $output"
+}
+
+# a_user_make ARGS...: make as a user types it, not as the test runner's make passes it down
+a_user_make() {
+    env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS make "$@"
+}
+
+@test "course: make runs as many jobs as the CPUs by default, and a -j given wins" {
+    run a_user_make -C "$ROOT" -p -q nccl-status
+    assert_line --regexp "^MAKEFLAGS = .*-j$(nproc)( |$)"
+    run a_user_make -C "$ROOT" -p -q -j1 nccl-status
+    assert_line --regexp "^MAKEFLAGS = .*-j1( |$)"
+    refute_line --regexp "^MAKEFLAGS = .*-j$(nproc) "
+}
+
+@test "course: a lesson that does not compile stops nothing else: make names it, builds the rest and fails; demo goes on" {
+    tree=$BATS_TEST_TMPDIR/course
+    mkdir -p "$tree"
+    (cd "$ROOT" && cp -a Makefile common solutions lessons tools tests "$tree/")
+    cp -a "$BUILT" "$tree/build"
+    printf 'this line is not C;\n' >>"$tree/lessons/08_interval_sync/train.cu"
+    # what must still be built after the broken lesson: a solution, a tool, another lesson
+    rm -f "$tree/build/solutions/07_event_sync" "$tree/build/tools/tracestat" "$tree/build/lessons/06_per_batch_sync"
+    run a_user_make -C "$tree" ARCH=90
+    assert_failure
+    assert_output --regexp "lessons/08_interval_sync/train\.cu\([0-9]+\): error"
+    assert_line --partial "make: lessons that do not build: 08_interval_sync ("
+    for f in solutions/07_event_sync tools/tracestat lessons/06_per_batch_sync; do
+        [ -x "$tree/build/$f" ] || fail "build/$f was not built beside the broken lesson"
+    done
+    [ ! -e "$tree/build/lessons/08_interval_sync" ] || fail "the broken lesson's old binary is still there"
+    run a_user_make -C "$tree" ARCH=90 demo DEMO_ARGS="--only 1 --size-mib 1"
+    assert_line --partial "make: lessons that do not build: 08_interval_sync ("
+    assert_output --regexp "05_stream_overlap: no usable GPU|all checks passed"
+}
+
+@test "course: make test ends with its summary line; when a check failed, make's own error line comes after it" {
+    d=$BATS_TEST_TMPDIR
+    printf '@test "passes" { true; }\n@test "skips" { skip "no reason"; }\n' >"$d/good.bats"
+    printf '@test "passes" { true; }\n@test "fails" { false; }\n' >"$d/bad.bats"
+    # its own TAP_OUT: the results folder of the run this check is part of must stay
+    run a_user_make -s -C "$ROOT" BUILD="$BUILT" test TESTS="$d/good.bats" TAP_OUT="$d/good.tap"
+    assert_success
+    assert_equal "${lines[-1]}" "1 passed, 0 failed, 1 skipped"
+    run a_user_make -s -C "$ROOT" BUILD="$BUILT" test TESTS="$d/bad.bats" TAP_OUT="$d/bad.tap"
+    assert_equal "$status" 2
+    assert_equal "${lines[-2]}" "1 passed, 1 failed, 0 skipped"
+    [[ "${lines[-1]}" == "make: *** [Makefile:"*": test] Error 1" ]] || fail "the last line: ${lines[-1]}"
 }
 
 @test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is installed" {

@@ -26,7 +26,7 @@ setup_file() {
     check_no_gpu_exit "$P" $SMALL
 }
 
-# bats test_tags=gpu,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free
+# bats test_tags=gpu,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free,ex:09-host-slot
 @test "09 stays exact when a stream is held back: every event holds, under every test delay" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL

@@ -58,7 +58,7 @@ half() {
     assert_equal "$(kv_get "$BATS_TEST_TMPDIR/old.txt" graph_launches)" 0
 }
 
-# bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
+# bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch,ex:11-backward-wait
 @test "11 graph and eager runs, and the eager run alone, stay exact when a stream is held back, under every test delay" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL
@@ -85,7 +85,7 @@ half() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/e.json" verified)" true
 }
 
-# bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
+# bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch,ex:11-backward-wait
 @test "11 gives the course's 06 losses and weights, bit for bit, for any sync interval" {
     need_gpu
     run --separate-stderr ref 06_per_batch_sync $SMALL --json
@@ -99,7 +99,7 @@ half() {
     done
 }
 
-# bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
+# bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch,ex:11-backward-wait
 @test "11 launches one graph per batch, the graph holds every kernel of the eager step, and nothing syncs or runs inside the capture" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL
@@ -140,7 +140,7 @@ half() {
     assert_success
 }
 
-# bats test_tags=gpu,timed,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch
+# bats test_tags=gpu,timed,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch,ex:11-backward-wait
 @test "11 on a small model the graph issues a step in under half the eager host time and steps faster; at the default it is no slower" {
     need_overlap
     assert_verified_under_delays "$P" $SMALL

@@ -280,7 +280,7 @@ EOF
 # ----------------------------------------------------------------------------
 # one rank: any GPU
 
-# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
+# bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait,ex:12-device-slot
 @test "12 one rank: every run bit-identical to the reference under every test delay, in both overlap modes" {
     need_nccl_gpu
     for mode in buckets none; do
@@ -305,20 +305,23 @@ EOF
 # bats test_tags=gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
 @test "12 one rank gives the course's 06 losses and weights, bit for bit, for any bucket size, launched or not" {
     need_nccl_gpu
-    run --separate-stderr ref 06_per_batch_sync $SMALL --json
+    # 10 batches a run, not SMALL's 40: eight runs under delays, and a missing wait or a wrong
+    # sum shows in the first batches' bits
+    local b=(--batches 10)
+    run --separate-stderr ref 06_per_batch_sync $SMALL "${b[@]}" --json
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
     want="$(json_get "$BATS_TEST_TMPDIR/a.json" loss_checksum) $(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
     for args in "--bucket-mib 0.25" "--bucket-mib 0.001" "--bucket-mib 1000" "--bucket-mib 0.25 --overlap none"; do
         for on in compute copy; do  # each held back in turn: a missing wait diverges under one of them
             # shellcheck disable=SC2086
-            run_json r "$P" $SMALL $args --delay-us "$DELAY_US" --delay-on $on
+            run_json r "$P" $SMALL "${b[@]}" $args --delay-us "$DELAY_US" --delay-on $on
             assert_success
             f=$BATS_TEST_TMPDIR/r.json
             assert_equal "$(json_get "$f" loss_checksum) $(json_get "$f" weights_checksum)" "$want"
         done
     done
     # under tools/launch -n 1: the same
-    run --separate-stderr "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$LAUNCH" -n 1 "$BIN/$P" $SMALL12 --json
+    run --separate-stderr "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$LAUNCH" -n 1 "$BIN/$P" $SMALL12 "${b[@]}" --json
     assert_success
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/l.json"
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/l.json" launcher)" "tools/launch or torchrun"

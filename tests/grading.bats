@@ -141,17 +141,21 @@ from_tap() {
     refute_output --partial "every lesson passes"
 }
 
-@test "grading: make grade without a GPU says 'not graded' for every lesson and exits non-zero" {
+@test "grading: make grade without a GPU is a compile check: 'not graded' for every lesson, no check run, exit non-zero" {
     run env CUDA_VISIBLE_DEVICES= HAVE_GPU= GRADE_OUT="$BATS_TEST_TMPDIR/g" make -s -C "$ROOT" grade BUILD="$BUILT"
     assert_failure
     assert_output --partial "grade: exit status 3"
     for n in $(cd "$ROOT/tests" && ls [0-9][0-9]_*.bats | cut -c1-2 | grep -v 00); do
-        assert_line --regexp "^$n +0 +0 +[0-9]+ +not graded "
+        assert_line --regexp "^$n +- +- +- +not graded +- +- +-$"
     done
     assert_line --regexp "^total .* not graded "
     # the reason once, the real cause, for every lesson
     assert_equal "$(grep -c 'no usable GPU' <<<"$output")" 1
-    assert_output --regexp "not graded: 05 06 07 .*: every scored check was skipped: no usable GPU: "
+    assert_output --regexp "not graded: 05 06 07 .*: no usable GPU: "
+    # no check ran (none could score a lesson): no bats process, an empty TAP stream
+    [ ! -s "$BATS_TEST_TMPDIR/g/pool.log" ] || fail "checks ran: $(head -n 5 "$BATS_TEST_TMPDIR/g/pool.log")"
+    assert_equal "$(cat "$BATS_TEST_TMPDIR/g/grade.tap")" "1..0"
+    assert_output --partial "TODO left: 05 ("
     assert_equal "$(tail -n 1 "$BATS_TEST_TMPDIR/g/grade.csv" | tr ',' '\n' | grep -vc 'not graded')" 1  # the name alone
     grep -q '<testsuites>' "$BATS_TEST_TMPDIR/g/report.xml"
 }
@@ -214,13 +218,22 @@ from_tap() {
     for s in solved unsolved broken; do
         assert_equal "$(stat -c %Y "$BATS_TEST_TMPDIR/gc/$s/stage/build/libcourse.a")" "$(stat -c %Y "$BUILT/libcourse.a")"
     done
-    # every lesson built, none graded (no GPU): exit 3, as the help says
+    # every lesson built, none graded (no GPU): exit 3, as the help says, its last line one line; into the
+    # same folder: the students of the run before are gone, none of them feeds this one
     mkdir "$BATS_TEST_TMPDIR/class2"
-    mv "$BATS_TEST_TMPDIR/class/solved" "$BATS_TEST_TMPDIR/class2/"
+    mv "$BATS_TEST_TMPDIR/class/solved" "$BATS_TEST_TMPDIR/class/unsolved" "$BATS_TEST_TMPDIR/class2/"
     run env CUDA_VISIBLE_DEVICES= HAVE_GPU= BATS_FILTER_TAGS=gpu "$ROOT/tools/grade-class" --build "$BUILT" \
-        --out "$BATS_TEST_TMPDIR/gc2" --lessons "07" "$BATS_TEST_TMPDIR/class2"
+        --out "$BATS_TEST_TMPDIR/gc" --lessons "07" "$BATS_TEST_TMPDIR/class2"
     assert_equal "$status" 3
-    assert_line --regexp "^grade-class: exit status 3 \(.*no usable GPU"
+    [[ "${lines[-1]}" =~ ^grade-class:\ exit\ status\ 3\ \(.*no\ usable\ GPU.*\)$ ]] || fail "the last line: ${lines[-1]}"
+    assert_equal "$(grep -c '^grade-class: exit status' <<<"$output")" 1
+    assert_equal "$(ls "$BATS_TEST_TMPDIR/gc" | grep -vE '^(class\.csv|class\.log|course-build\.log)$' | tr '\n' ' ')" "solved unsolved "
+    assert_equal "$(wc -l <"$BATS_TEST_TMPDIR/gc/class.csv")" 3
+    # no GPU found: it says so, and names no compute capability as if it had found one
+    if ! nvidia-smi -L >/dev/null 2>&1; then
+        refute_output --partial "compute capability"
+        assert_line --index 0 --partial "no GPU found"
+    fi
 }
 
 # bats test_tags=timed
@@ -230,7 +243,8 @@ from_tap() {
     mv "$BATS_TEST_TMPDIR/all/hanging" "$BATS_TEST_TMPDIR/class/"
     start=$(date +%s)
     # a check's own limit far away: only the student's limit can stop the hang
-    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= CHECK_TIMEOUT=600 BATS_FILTER_TAGS='!gpu' BATS_TEST_TIMEOUT= "$ROOT/tools/grade-class" \
+    # (without a GPU the grade runs no check unless asked to: GRADE_HEALTH, the checks that need none)
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= CHECK_TIMEOUT=600 BATS_FILTER_TAGS='!gpu' GRADE_HEALTH=1 BATS_TEST_TIMEOUT= "$ROOT/tools/grade-class" \
         --build "$BUILT" --out "$BATS_TEST_TMPDIR/gc" --time-limit 30 --lessons "06 07" "$BATS_TEST_TMPDIR/class"
     assert_num "$(($(date +%s) - start))" "<" 90 "seconds for a time limit of 30"
     header=$(head -n 1 "$BATS_TEST_TMPDIR/gc/class.csv")
@@ -273,7 +287,7 @@ course_copy() {
         >>"$tree/tests/07_event_sync.bats"
     run env CUDA_VISIBLE_DEVICES= HAVE_GPU= COURSE_BIN= COURSE_REF_BIN= "$tree/tools/grade" --out "$BATS_TEST_TMPDIR/g" --lessons "07"
     assert_equal "$status" 3
-    assert_line --regexp "^07 +0 +0 +5 +not graded "
+    assert_line --regexp "^07 +- +- +- +not graded "
     refute_output --regexp "[0-9]+/[0-9]+"
     run env CUDA_VISIBLE_DEVICES= HAVE_GPU= COURSE_BIN= COURSE_REF_BIN= "$tree/tools/grade" --out "$BATS_TEST_TMPDIR/g" --lesson 07
     assert_equal "$status" 3
@@ -294,4 +308,16 @@ course_copy() {
     assert_output --regexp "06_per_batch_sync: builds; 0 of [0-9]+ scored checks pass"
     assert_output --partial "first failing check: 06"
     assert_output --regexp "hint \(06-(copy|step)-sync\): "
+}
+
+@test "grading: a lesson the course does not have is refused, never dropped: exit code 2, one line naming it" {
+    mkdir -p "$BATS_TEST_TMPDIR/class/a/lessons"
+    for cmd in "grade --lessons 05,99" "grade --lessons 00" "grade-class --lessons 99 $BATS_TEST_TMPDIR/class" \
+        "grade-class --lessons 05,99 $BATS_TEST_TMPDIR/class"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$ROOT"/tools/$cmd --out "$BATS_TEST_TMPDIR/out"
+        [ "$status" -eq 2 ] || fail "$cmd: exit code $status, expected 2"
+        [ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "$cmd: expected one line, got: $stderr"
+        [[ "$stderr" == *"no lesson "[09][09]* ]] || fail "$cmd: $stderr"
+    done
 }

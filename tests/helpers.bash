@@ -1,9 +1,10 @@
 # helpers.bash: what every test file loads.
 #
-# The programs under test come from $COURSE_BIN (default build/solutions); the
-# grader points it at build/lessons or at a student's build. Checks that compare
-# with another lesson use $REF_BIN, the course's own solutions, never the
-# student's other lessons. GPU tests call need_gpu first: it skips them, with the
+# The programs under test come from $COURSE_BIN (default build/solutions; in a
+# handout, a student's copy without solutions/, build/lessons); the grader points it
+# at build/lessons or at a student's build. Checks that compare with another lesson
+# use $REF_BIN, the course's own solutions (in a handout the prebuilt reference/),
+# never the student's other lessons. GPU tests call need_gpu first: it skips them, with the
 # reason, where no usable GPU is found.
 #
 # Tags: `ex:ID` marks a check of exercise ID: it is scored, and it must fail while
@@ -15,9 +16,15 @@ bats_load_library bats-support
 bats_load_library bats-assert
 
 ROOT=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
-BIN=${COURSE_BIN:-$ROOT/build/solutions}
-REF_BIN=${COURSE_REF_BIN:-$ROOT/build/solutions}
-TOOLS=${COURSE_TOOLS:-$(dirname "$REF_BIN")/tools}  # the tools of the build under test
+if [ -d "$ROOT/solutions" ]; then
+    BIN=${COURSE_BIN:-$ROOT/build/solutions}
+    REF_BIN=${COURSE_REF_BIN:-$ROOT/build/solutions}
+    TOOLS=${COURSE_TOOLS:-$(dirname "$REF_BIN")/tools}  # the tools of the build under test
+else  # a student's copy (tools/make-handout): their lessons, against the prebuilt reference
+    BIN=${COURSE_BIN:-$ROOT/build/lessons}
+    REF_BIN=${COURSE_REF_BIN:-$ROOT/reference/solutions}
+    TOOLS=${COURSE_TOOLS:-$ROOT/build/tools}
+fi
 FIXTURES=$ROOT/tests/fixtures
 
 # A small training configuration: every structural check runs in about a second.
@@ -257,21 +264,32 @@ check_training_options() {
 
 # help_problems: the lines of a --help text (on stdin) that break its rules, one per
 # line, empty when none: an option line states at most one default; a range is
-# written "(MIN..MAX, default D)" with whole numbers as digits (never 2.1e+09), and
-# the default lies inside the range.
+# written "(MIN..MAX, default D)" with every number in digits (never 2.1e+09 or 1e-06),
+# and the default lies inside the range. An option whose name and value overflow the
+# option column has its description on the next line (a line of spaces first): it is
+# read as part of the option's line; no description runs into the option's name.
 help_problems() {
     awk '
-    /^  --/ {
-        line = $0
-        if (gsub(/default/, "default", line) > 1) { print "two defaults: " $0; next }
-        if (line ~ /[0-9]e\+[0-9]/) { print "a number in scientific notation: " $0; next }
+    function judge(line,   r, parts, mm, d) {
+        if (gsub(/default/, "default", line) > 1) { print "two defaults: " line; return }
+        if (line ~ /[0-9]e[-+]?[0-9]/) { print "a number in scientific notation: " line; return }
         if (match(line, /\([^()]*\.\.[^()]*, default [^()]*\)$/)) {
             r = substr(line, RSTART + 1, RLENGTH - 2)
             split(r, parts, /, default /); split(parts[1], mm, /\.\./); d = parts[2]
-            if (d !~ /^-?[0-9.e+-]+$/) next
-            if (d + 0 < mm[1] + 0 || d + 0 > mm[2] + 0) print "default " d " outside " mm[1] ".." mm[2] ": " $0
+            if (d !~ /^-?[0-9.e+-]+$/) return
+            if (d + 0 < mm[1] + 0 || d + 0 > mm[2] + 0) print "default " d " outside " mm[1] ".." mm[2] ": " line
         }
-    }'
+    }
+    /^  --/ {
+        if (pending != "") judge(pending)
+        pending = $0
+        # an option as long as the column, or longer, with text right after it: it ran into its description
+        if (match($0, /^  --[^ ]+( [^ ]+)? /) && RLENGTH > 29 && substr($0, RLENGTH + 1, 1) != "") print "an option run into its description: " $0
+        next
+    }
+    pending != "" && /^   +[^ -]/ { sub(/^ +/, " "); pending = pending $0; next }
+    { if (pending != "") judge(pending); pending = "" }
+    END { if (pending != "") judge(pending) }'
 }
 
 # check_help NAME: NAME --help succeeds, names the exit codes, and breaks none of
@@ -412,4 +430,44 @@ fsync_shim() {
     [ -f "$so" ] || gcc -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC "$ROOT/tests/fsync-log.c" -o "$so" -ldl ||
         fail "tests/fsync-log.c does not build"
     echo "$so"
+}
+
+# ----------------------------------------------------------------------------
+# Documents: README.md and the notes (the course's, and a handout's).
+
+# broken_links FILE.md...: "FILE: TARGET" for every relative link or image of FILE
+# whose target (without its #anchor) is no file or folder beside FILE; web links,
+# mail links and anchors of the same page are left out.
+broken_links() {
+    local md dir target path
+    for md in "$@"; do
+        dir=$(dirname "$md")
+        while IFS= read -r target; do
+            path=${target%%#*}
+            [ -n "$path" ] || continue
+            [ -e "$dir/$path" ] || echo "$md: $target"
+        done < <(grep -o '\]([^)]*)' "$md" | sed 's/^](//; s/)$//; s/[[:space:]].*$//' | grep -vE '^(https?|mailto|ftp):|^#')
+    done
+}
+
+# cited_paths ROOT FILE.md...: "FILE: PATH" for every path of the course FILE names in backticks
+# (`common/dist_env.c`, `build/tools/tracestat DIR`) that is no file under ROOT: a built program
+# by its source (build/tools/X: tools/X.c; build/solutions/X: solutions/X). Patterns (NN_topic,
+# *, ...) and placeholders in capitals are left out.
+cited_paths() {
+    local md root=$1
+    shift
+    for md in "$@"; do
+        grep -o '`[^`]*`' "$md" | tr -d '`' | tr ' (),;:' '\n\n\n\n\n\n' |
+            grep -E '^(\./)?(common|tools|solutions|lessons|tests|notes|build/tools|build/solutions|build/lessons)/[A-Za-z0-9_.-]' |
+            grep -vE 'NN|\*|\.\.\.|[A-Z]{2,}' | sort -u | while read -r p; do
+            p=${p#./}; p=${p%.}
+            case $p in
+            build/tools/*) src=${p#build/tools/}; src=tools/${src%%/*}.c ;;
+            build/solutions/* | build/lessons/*) src=${p#build/*/}; src=solutions/${src%%/*} ;;
+            *) src=$p ;;
+            esac
+            [ -e "$root/$src" ] || [ -e "$root/${src%.c}.cu" ] || echo "$md: $p"  # tools/*.cu: sm-share
+        done
+    done
 }

@@ -145,7 +145,7 @@ format_problems() {
 }
 
 @test "timeline: tracestat refuses bad options with exit code 2 and one line naming the option" {
-    for args in "--width abc" "--width 5" "--from-batch -1" "--batches 0" "--ms-axis x"; do
+    for args in "--width abc" "--width 5" "--from-batch -2" "--batches 0" "--ms-axis x"; do
         # shellcheck disable=SC2086
         run --separate-stderr "$TOOLS/tracestat" "$HAND" $args
         [ "$status" -eq 2 ] || fail "tracestat $args: exit code $status, expected 2"
@@ -156,4 +156,24 @@ format_problems() {
     run --separate-stderr "$TOOLS/tracestat" "$RECORDED" --window run --batches 10 3 --text
     assert_equal "$status" 2
     assert_equal "$(printf '%s\n' "$stderr" | grep -c .)" 1
+}
+
+@test "timeline: tracestat refuses a trace cut short (half of one, its first line alone, a line cut in two): exit code 1, one line" {
+    n=$(wc -l <"$RECORDED")
+    head -n $((n / 2)) "$RECORDED" >"$BATS_TEST_TMPDIR/half.json"
+    echo '{"traceEvents":[' >"$BATS_TEST_TMPDIR/open.json"
+    { head -n 40 "$RECORDED"; sed -n 41p "$RECORDED" | sed "s/.\{10\}$//"; } >"$BATS_TEST_TMPDIR/cut.json"  # an event cut in two
+    for f in half open cut; do
+        for args in --check "--window run" --text; do
+            # shellcheck disable=SC2086
+            run --separate-stderr "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/$f.json" $args
+            [ "$status" -eq 1 ] || fail "$f.json $args: exit code $status, expected 1"
+            [ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "$f.json $args: expected one line on stderr, got: $stderr"
+            [[ "$stderr" == *"cut short"* ]] || fail "$f.json $args: $stderr"
+            [[ "$output" != *"ok:"* ]] || fail "$f.json $args: said ok"
+        done
+    done
+    # the whole file is read as it was: nothing but its end was missing from the half
+    run "$TOOLS/tracestat" "$RECORDED" --check
+    assert_success
 }

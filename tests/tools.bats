@@ -399,3 +399,96 @@ probe() {
         probe "$MUTATIONS" "$cr" "$INPUT" --world 2 --shape 4,8,2
     done
 }
+
+# scripts: every tool of tools/ that is a script (not the C sources the build compiles)
+scripts() {
+    local t
+    for t in "$ROOT"/tools/*; do
+        [ -f "$t" ] && [ -x "$t" ] && head -n 1 "$t" | grep -q '^#!' && echo "$t"
+    done
+}
+
+@test "tools: every tool answers --help with its usage and exit status on stdout, exit code 0, and does nothing else" {
+    mkdir "$BATS_TEST_TMPDIR/cwd"
+    cd "$BATS_TEST_TMPDIR/cwd"
+    touch "$BATS_TEST_TMPDIR/before"
+    sleep 1
+    while read -r t; do
+        name=$(basename "$t")
+        for h in --help -h; do
+            run --separate-stderr "$t" "$h"
+            [ "$status" -eq 0 ] || fail "$name $h: exit code $status: $stderr"
+            [[ "${lines[0]}" == "$name: "* ]] || fail "$name $h: the first line does not name the tool: ${lines[0]}"
+            grep -qiE 'exit (status|codes?)' <<<"$output" || fail "$name $h: no exit status in its help"
+            grep -qiE '(^|[^a-z])usage|tools/'"$name"'|make ' <<<"$output" || fail "$name $h: no usage in its help"
+            [ -z "$stderr" ] || fail "$name $h: wrote on stderr: $stderr"
+        done
+    done < <(scripts)
+    # nothing written: no lesson regenerated, no folder named --help, nothing installed or packed
+    changed=$(find "$ROOT" -path "$ROOT/build" -prune -o -path "$ROOT/.git" -prune -o -newer "$BATS_TEST_TMPDIR/before" -print)
+    [ -z "$changed" ] || fail "--help changed files: $changed"
+    [ -z "$(ls -A "$BATS_TEST_TMPDIR/cwd")" ] || fail "--help wrote here: $(ls -A "$BATS_TEST_TMPDIR/cwd")"
+}
+
+@test "tools: a tool that takes no argument, or one folder, refuses more with exit code 2 and one line" {
+    for cmd in "bench x" "timelines x" "make-lessons x" "setup-bats x" "pack-tools a b" "make-class-fixture" \
+        "make-class-fixture a b" "gen-lesson" "gen-lesson --only" "gen-lesson /nonexistent.cu" "run-tests /nonexistent.bats"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$ROOT"/tools/$cmd
+        [ "$status" -eq 2 ] || fail "$cmd: exit code $status, expected 2"
+        [ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "$cmd: expected one line on stderr, got: $stderr"
+        [[ "$stderr" == "${cmd%% *}: "* ]] || fail "$cmd: $stderr"
+    done
+}
+
+@test "tools: the host-only tools' --help lists their exit codes without 'no usable GPU', every default inside its range" {
+    for t in tracestat checkpoint-report flight-report; do
+        [ -x "$TOOLS/$t" ] || fail "$TOOLS/$t is not built (run make)"
+        run "$TOOLS/$t" --help
+        assert_success
+        assert_line --regexp "^exit codes: 0 [^,]*, 1 .*2 bad usage"
+        refute_output --partial "no usable GPU"
+        problems=$(help_problems <<<"$output")
+        [ -z "$problems" ] || fail "$t --help: $problems"
+    done
+    # the programs do ask for a GPU: theirs says 3
+    run "$REF_BIN/06_per_batch_sync" --help
+    assert_line "exit codes: 0 success, 1 a check failed or a runtime error, 2 bad usage, 3 no usable GPU"
+}
+
+@test "tools: the help checker finds scientific notation, a default outside its range, an option run into its text" {
+    run help_problems <<'TXT'
+  --lr X                     SGD learning rate (1e-06..10, default 0.02)
+  --from-batch N             start here (0..1000000, default -1)
+  --fault none|kill|skip|order|torn|disk-full inject a fault (default none)
+  --fault none|kill|skip|order|torn|disk-full
+                             inject a fault (0..5, default 7)
+  --ok N                     fine (0.000001..10, default 0.02)
+TXT
+    assert_line --index 0 --partial "scientific notation"
+    assert_line --index 1 --partial "default -1 outside 0..1000000"
+    assert_line --index 2 --partial "run into its description"
+    assert_line --index 3 --partial "default 7 outside 0..5"
+    assert_equal "${#lines[@]}" 4
+}
+
+@test "tools: the README's table of exit codes has a row for every tool, every host tool and the lessons" {
+    table=$(sed -n '/^### Exit codes/,/^## /p' "$ROOT/README.md" | grep '^| ')
+    [ -n "$table" ] || fail "no table under ### Exit codes"
+    while read -r t; do
+        name=$(basename "$t")
+        grep -q "\`tools/$name\`" <<<"$table" || fail "no row for tools/$name"
+    done < <(scripts)
+    for src in "$ROOT"/tools/*.c; do
+        name=$(basename "$src" .c)
+        grep -q "\`build/tools/$name\`" <<<"$table" || fail "no row for build/tools/$name"
+    done
+    grep -q '`build/solutions/NN_topic`' <<<"$table" || fail "no row for the lessons"
+    grep -q '`tests/timed`' <<<"$table" || fail "no row for tests/timed"
+    # flight-report's 4 is in it, and no host-only tool claims 3
+    grep '`build/tools/flight-report`' <<<"$table" | grep -q '| 4: ' || fail "flight-report's 4 is not in the table"
+    for t in tracestat fatbin-archs checkpoint-report flight-report; do
+        row=$(grep "\`build/tools/$t\`" <<<"$table")
+        assert_equal "$(awk -F'|' '{ gsub(/ /, "", $6); print $6 }' <<<"$row")" ""
+    done
+}

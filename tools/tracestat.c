@@ -2,9 +2,10 @@
 //
 //   tracestat TRACE.json [--window PHASE] [--from-batch FIRST [--batches COUNT]]
 //             [--text [--width N]] [--svg FILE.svg [--title T] [--ms-axis MS]]
-//   tracestat TRACE.json --check        the file's structure: events sorted by
-//             time, every track named, no two events on a stream track partly
-//             overlapping, host ranges nested; exit 1 on the first problem
+//   tracestat TRACE.json --check        the file's structure: whole (it ends with its
+//             closing line), events sorted by time, every track named, no two events on
+//             a stream track partly overlapping, host ranges nested; exit 1 on the first
+//             problem
 //   tracestat TRACE.json --rewrite OUT  read it and write it again (tests the writer)
 //   tracestat --merge OUT.json A.json B.json ...   one trace of several ranks (lesson 12),
 //             given in rank order: each input's process becomes one process row (Perfetto),
@@ -27,7 +28,7 @@
 #include <string.h>
 
 #include "common/args.h"      // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error, arg_double,
-                              //          arg_flag
+                              //          arg_flag, arg_exit_codes
 #include "common/timeline.h"  // defines: timeline, tl_read_json, tl_write_json, tl_analyse, tl_comm_hidden,
                               //          tl_compute_busy, tl_find_track_in, tl_render_text, tl_render_svg,
                               //          TL_MAX_PROCESSES, TL_MAX_TRACKS, TL_NAME, tl_add, tl_batch_window,
@@ -79,10 +80,14 @@ static int read_trace(const char *path, timeline *t)
         fprintf(stderr, "tracestat: cannot open %s\n", path);
         return 0;
     }
-    int bad = tl_read_json(t, in);
+    int status = tl_read_json(t, in);
     fclose(in);
-    if (bad) fprintf(stderr, "tracestat: %s is not a trace written by --trace\n", path);
-    return !bad;
+    if (status == TL_READ_CUT_SHORT)
+        fprintf(stderr, "tracestat: %s is cut short: it ends before the trace's last line (was its writer stopped?)\n",
+                path);
+    else if (status != TL_READ_OK)
+        fprintf(stderr, "tracestat: %s is not a trace written by --trace\n", path);
+    return status == TL_READ_OK;
 }
 
 // --merge: the inputs, in rank order, as the processes of one trace.
@@ -281,7 +286,8 @@ int main(int argc, char **argv)
     double ms_axis = 0;
     const arg_spec specs[] = {
         arg_string("window", &phase, "PHASE", "measure (or draw) the last phase of that name, e.g. run"),
-        arg_int("from-batch", &first, 0, 1000000, "N", "within the window, start at batch N's preparation"),
+        arg_int("from-batch", &first, -1, 1000000, "N",
+                "within the window, start at batch N's preparation; -1: all of it"),
         arg_int("batches", &count, 1, 1000000, "N", "with --from-batch: this many batches"),
         arg_int("comm-groups", &groups, 0, 1000, "N",
                 "NCCL kernels come N to a step (12: its buckets): count each step's last apart; 0: no groups"),
@@ -293,6 +299,8 @@ int main(int argc, char **argv)
         arg_flag("check", &checking, "check the file's structure (sorted, named, nested); exit 1 on a problem"),
         arg_string("rewrite", &rewrite, "OUT", "read the trace and write it again (tests the writer)"),
         arg_string("merge", &merged, "OUT", "merge the traces given (one per rank, in rank order) into OUT"),
+        arg_exit_codes("0 success, 1 a trace unreadable or cut short, a problem --check found, an unwritable output, "
+                       "2 bad usage"),
     };
     int nfiles = args_parse_files(argc, argv, "tracestat", "Read a trace written by --trace and print what it shows.",
                                   specs, (int)(sizeof specs / sizeof specs[0]), "TRACE.json", files, TL_MAX_PROCESSES);

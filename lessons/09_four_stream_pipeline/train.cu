@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 3110934885)
-// Fill in its 3 TODOs.
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 2979889943)
+// Fill in its 4 TODOs.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
 // build: make build/solutions/09_four_stream_pipeline
@@ -17,7 +17,7 @@
 // Synchronous SGD allows no more: forward(i+1) needs the weights update(i) writes,
 // so forward and backward of consecutive batches never overlap. The extra streams
 // buy deeper prefetch: two copies in flight under the compute. Losses as in 08:
-// lesson 08's ring, moved to common/trainer.c.
+// lesson 08's ring, moved to common/loss_ring.c.
 //
 // To see what a forgotten ordering does, leave one of the waits out and run with
 // --delay-us 2000 --delay-on compute (or copy): the losses diverge from the
@@ -40,7 +40,7 @@ typedef struct {
     cudaEvent_t copied[SLOTS];  // batch in slot s has landed on the device (host slot s is free again)
     cudaEvent_t forwarded;      // the latest forward pass has finished
     cudaEvent_t done[SLOTS];    // the backward pass and update of the batch in slot s have finished
-    loss_ring losses;           // lesson 08's loss ring, from common/trainer.c
+    loss_ring losses;           // lesson 08's loss ring, from common/loss_ring.c
 } four_streams;
 
 // ----------------------------------------------------------------------------
@@ -54,8 +54,9 @@ static int train_loop(trainer *t, void *ctx)
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
         cudaStream_t copy = p->copy[i % 2];
-        // host slot s fed the copy of batch i-3
-        if (i >= SLOTS && event_pending(p->copied[s])) SLOT_WAIT(t, cudaEventSynchronize(p->copied[s]));
+        // TODO(09-host-slot): host slot s still feeds the copy of batch i-3 (lesson 08's
+        // host slot, now one of three): if that copy has not left it yet (event_pending), wait for
+        // its event, counted as a slot wait (SLOT_WAIT)
         trainer_prepare(t, i, h_batch);
 
         // TODO(09-slot-free): device slot s still holds batch i-3: make this copy stream

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.h, made by `make lessons` (checksum 3903987189)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.h, made by `make lessons` (checksum 2426984412)
 // No exercise in this file, read it as it stands; the TODOs are in loaders.cu.
 // loaders.h (lesson 10): the ring of pinned slots and the loader threads that fill it, as the
 // training loop in train.cu sees them; loaders.cu holds them.
@@ -38,7 +38,7 @@ struct loader_pool {
     pthread_cond_t slot_free;    // signalled when a slot is handed back (or on stop)
     pthread_cond_t batch_ready;  // signalled when a batch is ready, a loader blocks or leaves (or on stop)
     cudaEvent_t copied_dev[DEVICE_SLOTS], stepped[DEVICE_SLOTS];
-    loss_ring losses;  // lesson 08's loss ring, from common/trainer.c
+    loss_ring losses;  // lesson 08's loss ring, from common/loss_ring.c
     // one run's state, set by start_loaders
     long next_batch;    // the next batch a loader will claim
     int stop;           // no loader claims or prepares anything once set

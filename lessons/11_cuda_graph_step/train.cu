@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/11_cuda_graph_step/train.cu, made by `make lessons` (checksum 1214657377)
-// Fill in its 6 TODOs.
+// STUDENT VERSION of solutions/11_cuda_graph_step/train.cu, made by `make lessons` (checksum 2105845551)
+// Fill in its 7 TODOs.
 // 11_cuda_graph_step: the whole training step captured once as a CUDA graph, then
 // launched with one call per batch.
 //
@@ -98,7 +98,9 @@ static void issue_step(graph_step *g, trainer *t, long i, int capturing)
     // g->landed
     trainer_forward(t, d_batch, g->forward);
     CUDA_CHECK(cudaEventRecord(g->forwarded, g->forward));
-    CUDA_CHECK(cudaStreamWaitEvent(g->backward, g->forwarded, 0));
+    // TODO(11-backward-wait): backward(i) reads what forward(i) wrote (lesson 09's wait),
+    // and the backward stream joins the capture only by waiting on an event of a stream already in
+    // it: use g->forwarded
     trainer_backward(t, i, d_batch, g->backward);
     CUDA_CHECK(
         cudaMemcpyAsync(&t->h_loss[k], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost, g->backward));

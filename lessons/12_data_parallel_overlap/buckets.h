@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.h, made by `make lessons` (checksum 3074805070)
-// No exercise in this file, read it as it stands; the TODOs are in buckets.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.h, made by `make lessons` (checksum 3985748201)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // buckets.h: lesson 12's exercises, what common/ddp.h's step calls back into (its hooks) and what
 // lesson 14 stands on (it links this lesson's own solution of them: the Makefile's STANDS_ON).
 // buckets.cu holds them; data_parallel.h includes this file.

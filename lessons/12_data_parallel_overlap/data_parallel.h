@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2122446180)
-// No exercise in this file, read it as it stands; the TODOs are in buckets.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 1896676065)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). meet.cu: how the ranks meet; stop.cu: how they stop, all of them when one
 // fails, and at the end; buckets.cu (buckets.h): the exercises, the plan and each bucket's

@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 860422898)
-// No exercise in this file, read it as it stands; the TODOs are in buckets.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 1081178074)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
 // gradients averaged with NCCL while the backward pass is still running.
 //

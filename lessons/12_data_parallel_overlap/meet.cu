@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/meet.cu, made by `make lessons` (checksum 2446604200)
-// No exercise in this file, read it as it stands; the TODOs are in buckets.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/meet.cu, made by `make lessons` (checksum 745425596)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // meet.cu (lesson 12): how the ranks meet. Every rank is a process of its own, started by a
 // launcher on some machine; before any collective they must form one NCCL communicator, and
 // for that they need one secret in common: the unique id that rank 0 asks NCCL for. Rank 0

@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 706213394)
-// No exercise in this file, read it as it stands; the TODOs are in buckets.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/report.cu, made by `make lessons` (checksum 2071582041)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // report.cu (lesson 12): each part alone (what the figures are made of), the checks across
 // ranks, and the report.
 #include <stdio.h>

@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/stop.cu, made by `make lessons` (checksum 1209474410)
-// No exercise in this file, read it as it stands; the TODOs are in buckets.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/stop.cu, made by `make lessons` (checksum 1427121421)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // stop.cu (lesson 12): how the ranks stop. A rank that fails must stop every rank: the others
 // are waiting inside NCCL for its part, and a kernel that waits for a rank that died waits
 // forever. So no host wait of the lesson blocks: it polls its event, and meanwhile asks NCCL

@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 4260818063)
-// No exercise in this file, read it as it stands; the TODOs are in buckets.cu.
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 4188998652)
+// Fill in its 1 TODO.
 // train.cu (lesson 12): lesson 08's training loop on this rank's shard, its waits polled
 // (stop.cu), each batch's step common/ddp.h's with this lesson's exercises as its hooks
 // (buckets.cu); the synchronous reference every run must match.
@@ -22,7 +22,8 @@ int train_loop(trainer *t, void *ctx)
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
         if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, wait_polled(dp->dist, dp->copied[s]));
         ddp_prepare_shard(t, dp, i, h_batch);  // common/ddp.h, as is everything ddp_
-        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, dp->stepped[s], 0));
+        // TODO(12-device-slot): lesson 08's rule: device slot s is still read by the
+        // step of batch i-2: make the copy stream (not the host) wait for that step's event
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
         CUDA_CHECK(cudaEventRecord(dp->copied[s], t->copy_stream));

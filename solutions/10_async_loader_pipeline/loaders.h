@@ -36,7 +36,7 @@ struct loader_pool {
     pthread_cond_t slot_free;    // signalled when a slot is handed back (or on stop)
     pthread_cond_t batch_ready;  // signalled when a batch is ready, a loader blocks or leaves (or on stop)
     cudaEvent_t copied_dev[DEVICE_SLOTS], stepped[DEVICE_SLOTS];
-    loss_ring losses;  // lesson 08's loss ring, from common/trainer.c
+    loss_ring losses;  // lesson 08's loss ring, from common/loss_ring.c
     // one run's state, set by start_loaders
     long next_batch;    // the next batch a loader will claim
     int stop;           // no loader claims or prepares anything once set

@@ -101,7 +101,11 @@ static void issue_step(graph_step *g, trainer *t, long i, int capturing)
     // END SOLUTION
     trainer_forward(t, d_batch, g->forward);
     CUDA_CHECK(cudaEventRecord(g->forwarded, g->forward));
+    // BEGIN SOLUTION(11-backward-wait): backward(i) reads what forward(i) wrote (lesson 09's wait),
+    // and the backward stream joins the capture only by waiting on an event of a stream already in
+    // it: use g->forwarded
     CUDA_CHECK(cudaStreamWaitEvent(g->backward, g->forwarded, 0));
+    // END SOLUTION
     trainer_backward(t, i, d_batch, g->backward);
     CUDA_CHECK(
         cudaMemcpyAsync(&t->h_loss[k], trainer_loss_slot(t, i), sizeof(float), cudaMemcpyDeviceToHost, g->backward));

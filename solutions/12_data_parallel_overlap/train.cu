@@ -20,7 +20,10 @@ int train_loop(trainer *t, void *ctx)
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
         if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, wait_polled(dp->dist, dp->copied[s]));
         ddp_prepare_shard(t, dp, i, h_batch);  // common/ddp.h, as is everything ddp_
+        // BEGIN SOLUTION(12-device-slot): lesson 08's rule: device slot s is still read by the
+        // step of batch i-2: make the copy stream (not the host) wait for that step's event
         if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, dp->stepped[s], 0));
+        // END SOLUTION
         test_delay(t, DELAY_COPY, t->copy_stream);
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
         CUDA_CHECK(cudaEventRecord(dp->copied[s], t->copy_stream));
