@@ -141,7 +141,6 @@ void harness_write_json(trainer *t, const stage_times *st, variant_result *r, in
 {
     json_writer *js = &t->js;
     const train_options *o = &t->opt;
-    char hex[32];
     json_str(js, "lesson", t->prog);
     json_str(js, "device", t->dev.name);
     json_int(js, "batches", o->batches);
@@ -171,10 +170,8 @@ void harness_write_json(trainer *t, const stage_times *st, variant_result *r, in
     json_int(js, "losses_taken", taken);
     json_num(js, "loss_first", vd->lesson_losses[0]);
     json_num(js, "loss_last", vd->lesson_losses[o->batches - 1]);
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)vd->first_losses);
-    json_str(js, "loss_checksum", hex);
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)vd->first_weights);
-    json_str(js, "weights_checksum", hex);
+    json_hex(js, "loss_checksum", vd->first_losses);
+    json_hex(js, "weights_checksum", vd->first_weights);
     json_bool(js, "matches_reference", vd->match);
     json_bool(js, "runs_identical", vd->identical);
     if (o->check_cpu) json_num(js, "cpu_check_max_rel", cpu_rel);

@@ -62,6 +62,13 @@ void json_str(json_writer *w, const char *k, const char *v)
     json_write_string(w->out, v);
 }
 
+void json_hex(json_writer *w, const char *k, uint64_t v)
+{
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)v);
+    json_str(w, k, hex);
+}
+
 void json_bool(json_writer *w, const char *k, int v)
 {
     key(w, k);

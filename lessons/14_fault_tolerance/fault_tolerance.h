@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 3133013087)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 684928844)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -28,7 +28,7 @@
 #include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_diverge,
                              //          FLIGHT_MAX_SLOTS
 #include "common/harness.h"  // defines: harness_finish, harness_rank_outputs
-#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
+#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool, json_hex
 #include "common/memory.h"   // defines: pinned_alloc, pinned_free, host_calloc
 #include "common/timing.h"   // defines: host_now_ms
 #include "common/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_take_loss, test_delay,

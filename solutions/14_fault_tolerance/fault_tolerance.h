@@ -26,7 +26,7 @@
 #include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_diverge,
                              //          FLIGHT_MAX_SLOTS
 #include "common/harness.h"  // defines: harness_finish, harness_rank_outputs
-#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
+#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool, json_hex
 #include "common/memory.h"   // defines: pinned_alloc, pinned_free, host_calloc
 #include "common/timing.h"   // defines: host_now_ms
 #include "common/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_take_loss, test_delay,

@@ -76,11 +76,8 @@ static void write_report(trainer *t, const fault_tolerance *ft, const run_verdic
     json_int(js, "flight_calls", ft->rec.calls);
     json_int(js, "fingerprint_checks", ft->fingerprint_checks);
     json_int(js, "buckets", ft->dp.plan.count);
-    char text[32];
-    snprintf(text, sizeof text, "%016llx", (unsigned long long)v->weights);
-    json_str(js, "weights_checksum", text);
-    snprintf(text, sizeof text, "%016llx", (unsigned long long)v->losses);
-    json_str(js, "loss_checksum", text);
+    json_hex(js, "weights_checksum", v->weights);
+    json_hex(js, "loss_checksum", v->losses);
     json_str(js, "weights_checksums", v->sums);
     json_bool(js, "ranks_identical", v->same);
     json_bool(js, "losses_once", v->every_once);
