@@ -94,7 +94,7 @@ NCCL_TOOLS := $(patsubst tools/%.cu,$(BUILD)/tools/%,$(wildcard tools/*.cu))
 # in the CUDA toolkit, else in the system's folders (NVIDIA's libnccl2 and libnccl-dev
 # packages). Where it is missing those lessons are not built, `make` says so on its
 # first line, and their tests skip with the reason `make -s nccl-status` prints.
-NCCL_LESSONS := $(filter 12_% 13_% 14_%,$(LESSON_DIRS))
+NCCL_LESSONS := $(filter 12_% 13_% 14_% 15_%,$(LESSON_DIRS))
 NCCL_INC_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/include,$(CUDA_HOME)/include /usr/include)
 NCCL_LIB_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/lib $(NCCL_HOME)/lib64,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib \
                    /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib)
@@ -189,6 +189,9 @@ $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $(COMMON_LIB) 
 # a grade never depends on another lesson), as STANDS_ON.LESSON says: 14 calls 12's bucket plan and
 # its buckets' all-reduces.
 STANDS_ON.14_fault_tolerance := solutions/12_data_parallel_overlap/buckets.cu solutions/12_data_parallel_overlap/buckets.h
+# 15 captures 12's step and replays it: it links the whole of 12 but its main.cu (how the ranks
+# meet and stop, the buckets, 12's loop as its eager variant, the reference, the checks).
+STANDS_ON.15_graph_data_parallel := solutions/12_data_parallel_overlap/buckets.cu solutions/12_data_parallel_overlap/buckets.h solutions/12_data_parallel_overlap/data_parallel.h solutions/12_data_parallel_overlap/meet.cu solutions/12_data_parallel_overlap/stop.cu solutions/12_data_parallel_overlap/train.cu solutions/12_data_parallel_overlap/report.cu
 ifeq ($(NCCL_MISSING),)
 $(DIST_OBJ): $(BUILD)/common/%.o: common/%.c common/*.h
 	@mkdir -p $(@D)

@@ -10,6 +10,7 @@ graph_census graph_census_of(cudaGraph_t graph)
     graph_census c = {0};
     size_t n = 0;
     CUDA_CHECK(cudaGraphGetNodes(graph, NULL, &n));
+    if (n == 0) return c;  // an empty graph (a capture that recorded nothing): no array to fill
     cudaGraphNode_t *nodes = (cudaGraphNode_t *)host_calloc(n, sizeof(cudaGraphNode_t), "the graph's nodes");
     CUDA_CHECK(cudaGraphGetNodes(graph, nodes, &n));
     for (size_t j = 0; j < n; j++) {

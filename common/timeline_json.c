@@ -30,6 +30,26 @@ void tl_write_json(const timeline *t, FILE *out)
         if (t->events[i].start < base) base = t->events[i].start;
     if (base == UINT64_MAX) base = 0;
     uint64_t *last_end = calloc((size_t)t->ntracks + 1, sizeof(uint64_t));
+    // A stream runs one thing at a time: an event that starts before the last one on its stream has
+    // ended is written as starting at that end (no partial overlap). Shifted, it may start after
+    // events that came below it (a graph's kernels, CUPTI's clock against the host's), so the events
+    // are sorted again after the shift: the file stays in order of start, as tracestat --check wants.
+    tl_event *events = malloc(sizeof(tl_event) * (size_t)(t->nevents > 0 ? t->nevents : 1));
+    if (!events || !last_end) {
+        fprintf(stderr, "tl_write_json: out of memory for %d events\n", t->nevents);
+        exit(EXIT_FAILURE);
+    }
+    if (t->nevents > 0) memcpy(events, t->events, sizeof(tl_event) * (size_t)t->nevents);
+    for (int i = 0; i < t->nevents; i++) {
+        tl_event *e = &events[i];
+        if (e->kind == TL_SYNC || tl_is_host(t, e->track)) continue;
+        if (e->start < last_end[e->track]) e->start = last_end[e->track];
+        if (e->end < e->start) e->end = e->start;
+        last_end[e->track] = e->end;
+    }
+    timeline shifted = *t;
+    shifted.events = events;
+    tl_sort(&shifted);
 
     fputs("{\"traceEvents\":[", out);
     for (int p = 0; p < t->nprocesses; p++) {
@@ -49,7 +69,7 @@ void tl_write_json(const timeline *t, FILE *out)
                 pid, k + 1, (tl_is_host(t, k) ? 0 : TL_MAX_TRACKS) + k + 1);  // host threads on top
     }
     for (int i = 0; i < t->nevents; i++) {
-        const tl_event *e = &t->events[i];
+        const tl_event *e = &events[i];
         uint64_t start = e->start, end = e->end;
         if (e->kind == TL_SYNC) {
             fputs(",\n{\"name\":", out);
@@ -59,11 +79,6 @@ void tl_write_json(const timeline *t, FILE *out)
                     "\"args\":{\"waited_us\":%.3f}}",
                     (end - base) / 1e3, (end - start) / 1e3);
             continue;
-        }
-        if (!tl_is_host(t, e->track)) {  // a stream runs one thing at a time: no partial overlap
-            if (start < last_end[e->track]) start = last_end[e->track];
-            if (end < start) end = start;
-            last_end[e->track] = end;
         }
         fputs(",\n{\"name\":", out);
         json_write_string(out, e->name);
@@ -79,6 +94,7 @@ void tl_write_json(const timeline *t, FILE *out)
     json_write_string(out, t->program);
     fprintf(out, ",\"dropped\":%lld,\"base_ns\":%llu}}\n", t->dropped, (unsigned long long)(t->base_ns + base));
     free(last_end);
+    free(events);
 }
 
 // Finds "key": in a line and returns a pointer just after the colon, or NULL.

@@ -275,6 +275,9 @@ EXERCISE_KEY_CALLS='
 14-events             cudaEventQuery\(r->done
 14-atomic             fsync\(fileno
 14-resume             cudaMemcpy\(t->model.d_params
+15-capture            cudaStreamBeginCapture\(compute
+15-loss-event         cudaEventRecordWithFlags\(dp->losses.ready
+15-replay             cudaGraphLaunch\(g->exec\[i
 '
 
 @test "course: no exercise's answer in lessons/: its key call stands in the solution, not in the student's files" {

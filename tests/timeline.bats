@@ -74,6 +74,28 @@ format_problems() {
     done
 }
 
+@test "timeline: a kernel that starts inside the one before it on its stream is written from that one's end, the file still sorted" {
+    # CUPTI's clock and the host's, and a graph's kernels, can make a stream's records overlap: kernel
+    # B (50 us) starts inside A (0-100 us); the writer moves it to 100 us, past the host range at 60
+    e() { printf '{"name":"%s","cat":"%s","ph":"X","ts":%s.000,"dur":%s.000,"pid":1,"tid":%s,"args":{"batch":-1,"bytes":0,"pageable":0}}' "$@"; }
+    {
+        echo '{"traceEvents":['
+        echo '{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"one rank"}},'
+        echo '{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"main","kind":"main"}},'
+        echo '{"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"compute","kind":"stream"}},'
+        echo '{"name":"run","cat":"phase","ph":"X","ts":0.000,"dur":200.000,"pid":1,"tid":1,"args":{"batch":-1,"bytes":0,"pageable":0}},'
+        printf '%s,\n' "$(e A kernel 0 100 2)" "$(e B kernel 50 10 2)"
+        e cudaGraphLaunch issue 60 5 1
+        echo  # the reader takes an event a line
+        echo '],"displayTimeUnit":"ms","otherData":{"program":"one rank","dropped":0,"base_ns":1000000000000}}'
+    } >"$BATS_TEST_TMPDIR/o.json"
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/o.json" --rewrite "$BATS_TEST_TMPDIR/again.json"
+    run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/again.json" --check
+    assert_success
+    run jq -r '[.traceEvents[] | select(.ph == "X") | "\(.name)@\(.ts)"] | join(" ")' "$BATS_TEST_TMPDIR/again.json"
+    assert_output "run@0 A@0 cudaGraphLaunch@60 B@100"
+}
+
 @test "timeline: every track of the recorded trace is named, with the lesson's stream names" {
     "$TOOLS/tracestat" "$RECORDED" --window run >"$BATS_TEST_TMPDIR/s.txt"
     tracks=$(kv_get "$BATS_TEST_TMPDIR/s.txt" tracks)

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 1896676065)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 1019132161)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). meet.cu: how the ranks meet; stop.cu: how they stop, all of them when one
@@ -76,6 +76,10 @@ void leave_ranks(dist_env *d);
 // buckets.cu: buckets.h (the exercises: the plan, each bucket's all-reduce and its wait)
 
 // train.cu
+// Batch i prepared into host slot i % SLOTS (once its last copy has run), copied into device slot
+// i % SLOTS (once the step that read it has run: stepped[], recorded by the caller after the step),
+// and the compute stream made to wait for it. Returns that device slot. Lesson 15 calls it too.
+float *copy_batch(trainer *t, data_parallel *dp, long i);
 int train_loop(trainer *t, void *ctx);
 int reference_loop(trainer *t, void *ctx);
 

@@ -74,6 +74,10 @@ void leave_ranks(dist_env *d);
 // buckets.cu: buckets.h (the exercises: the plan, each bucket's all-reduce and its wait)
 
 // train.cu
+// Batch i prepared into host slot i % SLOTS (once its last copy has run), copied into device slot
+// i % SLOTS (once the step that read it has run: stepped[], recorded by the caller after the step),
+// and the compute stream made to wait for it. Returns that device slot. Lesson 15 calls it too.
+float *copy_batch(trainer *t, data_parallel *dp, long i);
 int train_loop(trainer *t, void *ctx);
 int reference_loop(trainer *t, void *ctx);
 

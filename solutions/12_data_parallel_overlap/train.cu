@@ -10,26 +10,32 @@
 // ----------------------------------------------------------------------------
 // the training loop (lesson 08's, with polled waits)
 
+float *copy_batch(trainer *t, data_parallel *dp, long i)
+{
+    int s = (int)(i % SLOTS);
+    float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
+    if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, wait_polled(dp->dist, dp->copied[s]));
+    ddp_prepare_shard(t, dp, i, h_batch);  // common/ddp.h, as is everything ddp_
+    // BEGIN SOLUTION(12-device-slot): lesson 08's rule: device slot s is still read by the
+    // step of batch i-2: make the copy stream (not the host) wait for that step's event
+    if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, dp->stepped[s], 0));
+    // END SOLUTION
+    test_delay(t, DELAY_COPY, t->copy_stream);
+    CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
+    CUDA_CHECK(cudaEventRecord(dp->copied[s], t->copy_stream));
+    CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, dp->copied[s], 0));
+    return d_batch;
+}
+
 int train_loop(trainer *t, void *ctx)
 {
     data_parallel *dp = (data_parallel *)ctx;
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
         dist_fault_inject(dp->dist, &dp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
-        int s = (int)(i % SLOTS);
-        float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, wait_polled(dp->dist, dp->copied[s]));
-        ddp_prepare_shard(t, dp, i, h_batch);  // common/ddp.h, as is everything ddp_
-        // BEGIN SOLUTION(12-device-slot): lesson 08's rule: device slot s is still read by the
-        // step of batch i-2: make the copy stream (not the host) wait for that step's event
-        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, dp->stepped[s], 0));
-        // END SOLUTION
-        test_delay(t, DELAY_COPY, t->copy_stream);
-        CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        CUDA_CHECK(cudaEventRecord(dp->copied[s], t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, dp->copied[s], 0));
+        float *d_batch = copy_batch(t, dp, i);
         ddp_step(t, dp, i, d_batch);  // forward, backward, the buckets (buckets.cu: the hooks), the updates
-        CUDA_CHECK(cudaEventRecord(dp->stepped[s], t->compute_stream));
+        CUDA_CHECK(cudaEventRecord(dp->stepped[i % SLOTS], t->compute_stream));
         loss_ring_queue(&dp->losses, t, i, t->compute_stream);
         loss_ring_interval(&dp->losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
     }

@@ -1,0 +1,140 @@
+// STUDENT VERSION of solutions/15_graph_data_parallel/graphs.cu, made by `make lessons` (checksum 1177406395)
+// Fill in its 3 TODOs.
+// graphs.cu (lesson 15): lesson 12's data-parallel step, its all-reduces included, captured once
+// per ring position into a CUDA graph and replayed with one launch per batch. The exercises: the
+// capture around the all-reduces (15-capture), the loss's event the host waits on inside it
+// (15-loss-event), the replay (15-replay); and the eager step before any capture.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "graph_dp.h"  // the lesson's types, and through it lesson 12's and the course's
+
+// ----------------------------------------------------------------------------
+// before the capture
+
+// One step of lesson 12, issued call by call on the streams the capture will use, and waited for.
+// NCCL's documentation and PyTorch's ask for the communicator to be made, and used, before any
+// capture. NCCL 2.28.3 did not need it here (measured, notes/15): its first collective connected
+// the ranks inside the capture, NCCL switching its own thread to relaxed capture mode while it
+// allocates. What the step buys is time and order: connecting is a collective of its own, so a
+// capture that connects waits for every rank to reach it (172 ms against 6 ms for the twelve
+// graphs, simulated nodes), and anything of cuBLAS or NCCL that sets itself up on first use does
+// it here, where a rank that fails is seen by the polled wait. The step changes the weights; the
+// harness starts every run from the same ones.
+void warm_up(graph_dp *g, trainer *t)
+{
+    data_parallel *dp = g->dp;
+    double t0 = host_now_ms();
+    float *d_batch = copy_batch(t, dp, 0);
+    ddp_step(t, dp, 0, d_batch);
+    CUDA_CHECK(cudaEventRecord(dp->stepped[0], t->compute_stream));
+    CUDA_CHECK(wait_polled(dp->dist, dp->stepped[0]));
+    g->warm_up_ms = host_now_ms() - t0;
+}
+
+// ----------------------------------------------------------------------------
+// the capture
+
+// Inside the capture, after the step: the loss of ring position k copied to its pinned slot, and
+// the loss ring's event for it recorded behind the copy. The host waits on that event (lesson 08's
+// ring, every 10 batches); inside a capture a plain record is only an edge between two nodes of
+// the graph, and the event keeps whatever an eager record last left in it.
+static void capture_loss(trainer *t, data_parallel *dp, int k)
+{
+    cudaStream_t compute = t->compute_stream;
+    CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[k], trainer_loss_slot(t, k), sizeof(float), cudaMemcpyDeviceToHost, compute));
+    // TODO(15-loss-event): record dp->losses.ready[k] on the compute stream as a node the
+    // host can wait on (lesson 11's flag; CUDA refuses it outside a capture)
+    CUDA_CHECK(cudaEventRecord(dp->losses.ready[k], compute));
+}
+
+// Records the step of ring position k into g->graph[k] (nothing runs: not the products, not the
+// all-reduces) and makes it launchable as g->exec[k]. The capture starts on the compute stream;
+// the communication stream joins it by waiting on an event recorded there (12's grads_ready[b]),
+// and leaves it the same way (the compute stream waits on reduced[b] before each update), so that
+// the all-reduces become nodes of the graph, beside the products that follow them. A kernel node
+// keeps the priority of the stream it was captured from, but a graph runs every node at the
+// priority of the stream it is launched into (here the compute stream's) unless instantiated with
+// cudaGraphInstantiateFlagUseNodePriority. Kept, the all-reduces' high priority (lesson 12) made
+// the step 1.5 to 2.3% slower (measured, --compare-priority: notes/15).
+static void capture_graph(graph_dp *g, trainer *t, int k)
+{
+    data_parallel *dp = g->dp;
+    cudaStream_t compute = t->compute_stream;
+    float *d_batch = t->d_batch[k % SLOTS];  // the slot copy_batch fills for every batch of this position
+    // TODO(15-capture): begin capturing on the compute stream (global mode: an unsafe
+    // call in any thread fails the capture); issue lesson 12's step (ddp_step) for batch k, then
+    // its loss's copy (capture_loss); end the capture into g->graph[k]; instantiate it into
+    // g->exec[k]
+    (void)dp, (void)compute, (void)d_batch, (void)k;
+}
+
+// Every rank captures the same graphs, in the same order, each holding the same all-reduces in
+// the same order: NCCL treats a captured collective as a collective property of the capture, and
+// the launch of a graph holding one as a collective call of every rank that captured it.
+void capture_graphs(graph_dp *g, trainer *t)
+{
+    // A graph replays what was captured, test delays included; the harness turns them on only
+    // during its runs, so the lesson turns them on for the capture (lesson 11).
+    t->delays_on = 1;
+    trace_range phase = trace_begin(TL_RANGE_PHASE, "capture", -1);
+    double t0 = host_now_ms();
+    for (int k = 0; k < GRAPH_RING; k++) {
+        capture_graph(g, t, k);
+        if (!g->graph[k] || !g->exec[k]) {  // say so now, rather than fail at the first launch
+            fprintf(stderr, "%s: capture_graph left graph %d (or its executable form) empty\n", t->prog, k);
+            exit(EXIT_FAILURE);
+        }
+        CUDA_CHECK(cudaGraphUpload(g->exec[k], t->compute_stream));  // else the first launch pays for it
+    }
+    g->capture_ms = host_now_ms() - t0;
+    trace_end(&phase);
+    t->delays_on = 0;
+    g->census = graph_census_of(g->graph[0]);
+}
+
+// --compare-priority: the same graphs instantiated again into `prioritized`, each kernel node run at
+// the priority it was captured with (the all-reduces at the communication stream's high one).
+void instantiate_prioritized(const graph_dp *g, graph_dp *prioritized, trainer *t)
+{
+    *prioritized = *g;
+    for (int k = 0; k < GRAPH_RING; k++) {
+        CUDA_CHECK(cudaGraphInstantiate(&prioritized->exec[k], g->graph[k], cudaGraphInstantiateFlagUseNodePriority));
+        CUDA_CHECK(cudaGraphUpload(prioritized->exec[k], t->compute_stream));
+        prioritized->graph[k] = NULL;  // g owns the graphs
+    }
+}
+
+void destroy_graphs(graph_dp *g)
+{
+    for (int k = 0; k < GRAPH_RING; k++) {
+        if (g->exec[k]) CUDA_CHECK(cudaGraphExecDestroy(g->exec[k]));
+        if (g->graph[k]) CUDA_CHECK(cudaGraphDestroy(g->graph[k]));
+    }
+}
+
+// ----------------------------------------------------------------------------
+// the replay
+
+// Lesson 12's loop with its step replaced by one launch: the batch's copy as lesson 12 issues it
+// (copy_batch: lesson 08's two slots), then the graph of the batch's ring position on the compute
+// stream, which waits for the copy. Launches on one stream run one after another, as the steps
+// must; the copy of the next batch runs on the copy stream under this one's graph.
+int graph_loop(trainer *t, void *ctx)
+{
+    graph_dp *g = (graph_dp *)ctx;
+    data_parallel *dp = g->dp;
+    long next_loss = 0;  // the first batch whose loss has not been taken yet
+    g->launches = 0;
+    for (long i = 0; i < t->opt.batches; i++) {
+        dist_fault_inject(dp->dist, &dp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
+        copy_batch(t, dp, i);  // lesson 12's, into device slot i % SLOTS: the one graph i % GRAPH_RING reads
+        // TODO(15-replay): the whole step in one call: launch the graph of batch i's ring
+        // position on the compute stream (every rank launches the same one), and count it in
+        // g->launches
+        CUDA_CHECK(cudaEventRecord(dp->stepped[i % SLOTS], t->compute_stream));  // copy_batch's device slot
+        loss_ring_interval(&dp->losses, t, i, SYNC_INTERVAL, &next_loss);        // lesson 08's, its waits polled
+    }
+    ddp_average_losses(t, dp);  // the last loss's copy came after the last update: the GPU is done
+    return 0;
+}

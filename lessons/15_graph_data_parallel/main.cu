@@ -1,0 +1,233 @@
+// STUDENT VERSION of solutions/15_graph_data_parallel/main.cu, made by `make lessons` (checksum 816828350)
+// No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
+// 15_graph_data_parallel: lesson 12's data-parallel step, its all-reduces included, captured once
+// as CUDA graphs and replayed with one launch per batch on every rank.
+//
+// build: make build/solutions/15_graph_data_parallel      (where make finds NCCL: its first line says)
+// run:   tools/launch -n 2 build/solutions/15_graph_data_parallel [--batches 200] [--json]   two GPUs
+//        tools/launch -n 2 build/solutions/15_graph_data_parallel --batch 128 --in 64 --hidden 256 --prep-work 0
+//            (lesson 11's small model, 64 samples a rank: a step the host issues more slowly than it runs)
+//        tools/launch -n 2 --simulate-nodes build/solutions/15_graph_data_parallel   two ranks on one GPU
+//        tools/launch -n 2 build/solutions/15_graph_data_parallel --break-rule host-wait|new-comm|one-rank
+//
+// Lesson 11 made one GPU's step a single graph launch; lesson 12 spread the step over GPUs, each
+// bucket's all-reduce on a communication stream under the backward pass. This lesson does both:
+// lesson 12's step is captured, NCCL's calls and the events between the two streams included,
+// once per ring position (a graph keeps the pointers it was captured with: the device slot it
+// reads, the loss slot it writes), and every batch launches one graph on every rank.
+//
+// What NCCL needs for it (its documentation, "Using NCCL with CUDA Graphs"): NCCL 2.9 or later;
+// the communicator made, and its ranks connected, outside the capture (graphs.cu's warm-up: one
+// step issued call by call); every rank capturing the same collectives in the same order, and
+// launching the same graph at the same batch, for a captured collective is a collective
+// property of every rank; buffers that stay where they were captured. --break-rule breaks one
+// and shows what CUDA or NCCL answers (broken_rules.cu).
+//
+// Two variants run round-robin, every run checked bit for bit against lesson 12's synchronous
+// reference: "graph" (one launch a batch) and "eager" (lesson 12's own loop, linked as its
+// solution). --eager runs the eager one alone and captures nothing. A rank that fails stops every
+// rank as in lesson 12, graphs in flight included: the host's waits are lesson 12's polled ones.
+//
+// The files: graph_dp.h (types), graphs.cu (the warm-up, and the exercises: the capture, the
+// loss's event inside it, the replay), broken_rules.cu, and this one (setup, options, the report,
+// main). Everything else is lesson 12's (the Makefile's STANDS_ON).
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph_dp.h"  // the lesson's types, and through it lesson 12's and the course's
+
+static const char *PROG = "15_graph_data_parallel";
+
+// What the command line says: lesson 12's options but --overlap (always the buckets) and
+// --grad-comm (the gradients' communicator is a blocking one: a non-blocking communicator issues
+// from NCCL's own thread, outside the capture), and the lesson's own.
+typedef struct {
+    train_options train;
+    int ready_after;     // --ready-after
+    double bucket_mib;   // --bucket-mib
+    sm_sharing sharing;  // --comm-ctas, --comm-policy, --gemm-sms
+    dist_options dist;   // --rendezvous, --timeout-s
+    int eager_only;      // --eager
+    int no_warm_up;      // --no-warm-up
+    int prioritized;     // --compare-priority
+    int broken;          // --break-rule (BREAK_NONE: none)
+} options;
+
+static void parse_options(dist_env *d, int argc, char **argv, options *o, data_parallel *dp)
+{
+    train_options_default(&o->train);
+    o->train.batch = SHARD * d->world;
+    o->bucket_mib = 25;
+    o->ready_after = READY_WEIGHTS;
+    memset(&o->sharing, 0, sizeof o->sharing);
+    arg_spec specs[40];
+    int n = train_option_specs(&o->train, specs);
+    specs[n++] = arg_double("bucket-mib", &o->bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
+    specs[n++] = arg_choice("ready-after", &o->ready_after, "weights|layer",
+                            "a bucket's all-reduce starts once its lowest layer's weight gradients are written, "
+                            "or once that layer's whole backward is (lesson 12)");
+    specs[n++] = arg_int("comm-ctas", &o->sharing.comm_ctas, 0, 64, "N",
+                         "at most N CTAs (an SM each) per NCCL kernel; 0: NCCL chooses (lesson 12)");
+    specs[n++] = arg_choice("comm-policy", &o->sharing.efficiency, "auto|efficiency",
+                            "NCCL's CTA policy: its own choice, or as few CTAs as keep the bandwidth decent");
+    specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
+                         "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
+    specs[n++] = arg_flag("eager", &o->eager_only,
+                          "issue every step call by call (lesson 12's loop) and capture no graph (default: both, "
+                          "round-robin)");
+    specs[n++] = arg_flag("no-warm-up", &o->no_warm_up,
+                          "capture without an eager step first (NCCL then connects the ranks inside the capture)");
+    specs[n++] = arg_flag("compare-priority", &o->prioritized,
+                          "also run the graphs instantiated with their nodes' priorities (variant \"prioritized\")");
+    specs[n++] = arg_choice("break-rule", &o->broken, "none|host-wait|new-comm|one-rank",
+                            "break one rule of capturing NCCL, show what CUDA or NCCL answers, exit 1");
+    dist_option_specs(&o->dist, specs, &n);
+    dist_fault_options(&dp->fault, specs, &n);
+    const char *summary =
+        "Train an MLP on every GPU, each rank's step (its all-reduces too) one CUDA graph launch.\n" DIST_HOW_TO_RUN(
+            "ranks");
+    args_parse(argc, argv, d->name, summary, specs, n);
+    dist_configure(d, o->dist.rendezvous, o->dist.timeout_s);
+    if (o->train.batch % d->world != 0)
+        usage_error(d->name, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard",
+                    o->train.batch, d->world);
+    if (o->broken == BREAK_ONE_RANK && d->world < 2)
+        usage_error(d->name, "--break-rule one-rank needs two ranks or more (tools/launch -n 2)");
+    dist_fault_check(d, &dp->fault, o->train.batches);
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 27, 0)
+    if (o->sharing.efficiency) usage_error(d->name, "--comm-policy efficiency: this NCCL is older than 2.27");
+#endif
+}
+
+// Lesson 12's setup: the plan, the hooks (its exercises, as it solved them), the step's state,
+// cuBLAS sized for --gemm-sms.
+static void setup(trainer *t, data_parallel *dp, const options *o)
+{
+    plan_buckets(&t->model.shape, (size_t)(o->bucket_mib * 1048576.0), &dp->plan);
+    dp->hooks.issue = issue_bucket;
+    dp->hooks.wait = wait_reduced;
+    ddp_setup(t, dp, wait_polled);
+    for (int k = 0; k < 2; k++) CUBLAS_CHECK(cublasSetSmCountTarget(t->model.handle[k], o->sharing.gemm_sms));
+}
+
+// ----------------------------------------------------------------------------
+// the report
+
+static void report(trainer *t, const graph_dp *g, const harness_extras *x, const options *o, FILE *out)
+{
+    const dist_env *d = g->dp->dist;
+    const graph_census *c = &g->census;
+    double t_graph = x->step_ms[0], t_eager = x->step_ms[1];
+    const char *not_perf = d->simulated ? " [simulated nodes: not performance]" : "";
+    char plan[128];
+    ddp_plan_text(&g->dp->plan, plan, sizeof plan);
+    if (out) {
+        dist_describe(d, out);
+        fprintf(out, "data parallel: %d samples per batch, %d per rank, %d buckets (layers %s)\n", o->train.batch,
+                t->opt.batch, g->dp->plan.count, plan);
+        fprintf(out,
+                "graphs: %d, one per loss-ring slot; warm-up step %.1f ms, captured and instantiated in %.1f ms; "
+                "each holds %d nodes: %d kernels (NCCL's among them), %d copies, %d event records, %d other; "
+                "%ld launches in the last graph run (%d batches)\n",
+                GRAPH_RING, g->warm_up_ms, g->capture_ms, c->nodes, c->kernels, c->copies, c->event_records, c->others,
+                g->launches, o->train.batches);
+        fprintf(out, "step: graph %.3f ms, eager (lesson 12) %.3f ms: %.2fx%s\n", t_graph, t_eager, t_eager / t_graph,
+                not_perf);
+        if (o->prioritized)
+            fprintf(out,
+                    "  the same graphs run at their nodes' priorities (prioritized): %.3f ms, %.3fx the graph's%s\n",
+                    x->step_ms[2], x->step_ms[2] / t_graph, not_perf);
+    }
+    if (!t->opt.json) return;
+    json_writer *js = &t->js;
+    dist_describe_json(d, js);
+    json_int(js, "global_batch", o->train.batch);
+    json_int(js, "shard_batch", t->opt.batch);
+    json_int(js, "buckets", g->dp->plan.count);
+    json_str(js, "bucket_plan", plan);
+    json_int(js, "comm_ctas", o->sharing.comm_ctas);
+    json_int(js, "gemm_sms", o->sharing.gemm_sms);
+    json_int(js, "graphs", GRAPH_RING);
+    json_int(js, "graph_nodes", c->nodes);
+    json_int(js, "graph_kernel_nodes", c->kernels);
+    json_int(js, "graph_memcpy_nodes", c->copies);
+    json_int(js, "graph_event_record_nodes", c->event_records);
+    json_int(js, "graph_other_nodes", c->others);
+    json_int(js, "graph_launches", g->launches);
+    json_bool(js, "warm_up", !o->no_warm_up);
+    json_num(js, "warm_up_ms", g->warm_up_ms);
+    json_num(js, "capture_ms", g->capture_ms);
+    json_num(js, "speedup", t_eager / t_graph);
+    json_num(js, "timeout_s", d->timeout_s);
+}
+
+// Both variants round-robin against lesson 12's reference, the checks across ranks, the report.
+// Returns 1 when every check passed.
+static int run_and_report(trainer *t, graph_dp *g, const options *o, FILE *out)
+{
+    graph_dp prioritized;  // --compare-priority: the same graphs, the all-reduces at their captured priority
+    memset(&prioritized, 0, sizeof prioritized);
+    train_variant variants[3] = {
+        {"graph", graph_loop, g}, {"eager", train_loop, g->dp}, {"prioritized", graph_loop, &prioritized}};
+    int count = 2;
+    if (o->prioritized && !o->eager_only) {
+        instantiate_prioritized(g, &prioritized, t);
+        count = 3;
+    }
+    train_variant reference = {"reference", reference_loop, g->dp};
+    harness_extras x;
+    memset(&x, 0, sizeof x);
+    x.reference = &reference;
+    int ok = o->eager_only ? harness_run_with(t, &variants[1], 1, &x) : harness_run_with(t, variants, count, &x);
+    ok = ranks_agree(t, g->dp, ok, out);
+    if (!o->eager_only && x.step_ms[0] > 0) report(t, g, &x, o, out);
+    destroy_graphs(&prioritized);
+    return ok;
+}
+
+int main(int argc, char **argv)
+{
+    dist_env d;
+    dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
+    data_parallel dp;     // common/ddp.h: lesson 12's step, its hooks lesson 12's exercises
+    memset(&dp, 0, sizeof dp);
+    dp.dist = &d;
+    dp.overlap = 1;  // each bucket's all-reduce under the backward pass, inside the graph too
+    options o;
+    memset(&o, 0, sizeof o);
+    parse_options(&d, argc, argv, &o, &dp);
+    dp.ready_after = (ready_point)o.ready_after;
+    train_options shard = o.train;  // what this rank's trainer is built for: one shard of every batch
+    shard.batch = o.train.batch / d.world;
+    shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
+    char trace_path[1100];
+    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &shard, trace_path, sizeof trace_path);
+    dist_select_device(&d);
+    trainer t;
+    trainer_init(&t, d.name, &shard, SLOTS, SLOTS, GRAPH_RING);
+    if (o.sharing.gemm_sms > t.dev.sms)
+        usage_error(d.name, "--gemm-sms %d: this GPU has %d SMs", o.sharing.gemm_sms, t.dev.sms);
+    meet_ranks(&d);                                 // lesson 12's meet.cu
+    dp.grads = open_gradient_comm(&d, &o.sharing);  // blocking: each call only queues (o.sharing.nonblocking 0)
+    setup(&t, &dp, &o);
+    graph_dp graphs;
+    memset(&graphs, 0, sizeof graphs);
+    graphs.dp = &dp;
+    int ok = 0;
+    if (o.broken != BREAK_NONE) {
+        ok = break_rule(&graphs, &t, (broken_rule)o.broken) == 0;
+    } else {
+        if (!o.eager_only) {
+            if (!o.no_warm_up) warm_up(&graphs, &t);  // graphs.cu: one step call by call, outside any capture
+            capture_graphs(&graphs, &t);
+        }
+        ok = run_and_report(&t, &graphs, &o, out);
+    }
+    destroy_graphs(&graphs);
+    ddp_teardown(&dp);
+    leave_ranks(&d);  // lesson 12's stop.cu
+    if (o.train.check_cpu && d.world > 1 && d.rank == 0 && o.broken == BREAK_NONE)
+        ok = cpu_check_whole_batch(&t, &o.train, out) && ok;
+    return harness_finish(&t, ok);
+}
