@@ -11,14 +11,14 @@
 // before the capture
 
 // One step of lesson 12, issued call by call on the streams the capture will use, and waited for.
-// NCCL's documentation and PyTorch's ask for the communicator to be made, and used, before any
-// capture. NCCL 2.28.3 did not need it here (measured, notes/15): its first collective connected
-// the ranks inside the capture, NCCL switching its own thread to relaxed capture mode while it
-// allocates. What the step buys is time and order: connecting is a collective of its own, so a
-// capture that connects waits for every rank to reach it (172 ms against 6 ms for the twelve
-// graphs, simulated nodes), and anything of cuBLAS or NCCL that sets itself up on first use does
-// it here, where a rank that fails is seen by the polled wait. The step changes the weights; the
-// harness starts every run from the same ones.
+// PyTorch's documentation asks for the communicator to be made, and used in a few eager steps,
+// before any capture. NCCL 2.28.3 did not need it here (measured, notes/15): its first collective
+// connected the ranks inside the capture, NCCL switching its own thread to relaxed capture mode
+// while it allocates. The time is not saved, only moved (the twelve captures took 172 ms instead
+// of 6, simulated nodes: connecting waits for every rank). What the step buys is order: everything
+// of cuBLAS and NCCL that sets itself up on first use does it here, outside any capture, where a
+// rank that fails is seen by the polled wait. The step changes the weights; the harness starts
+// every run from the same ones.
 void warm_up(graph_dp *g, trainer *t)
 {
     data_parallel *dp = g->dp;
@@ -36,13 +36,15 @@ void warm_up(graph_dp *g, trainer *t)
 // Inside the capture, after the step: the loss of ring position k copied to its pinned slot, and
 // the loss ring's event for it recorded behind the copy. The host waits on that event (lesson 08's
 // ring, every 10 batches); inside a capture a plain record is only an edge between two nodes of
-// the graph, and the event keeps whatever an eager record last left in it.
+// the graph, and the event is left "last recorded in a capturing stream": the host's wait on it
+// is refused (cudaErrorCapturedEvent, lesson 11).
 static void capture_loss(trainer *t, data_parallel *dp, int k)
 {
     cudaStream_t compute = t->compute_stream;
     CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[k], trainer_loss_slot(t, k), sizeof(float), cudaMemcpyDeviceToHost, compute));
     // BEGIN SOLUTION(15-loss-event): record dp->losses.ready[k] on the compute stream as a node the
-    // host can wait on (lesson 11's flag; CUDA refuses it outside a capture)
+    // host can wait on (lesson 11's flag). Unsolved, the loss ring's wait fails with
+    // cudaErrorCapturedEvent
     CUDA_CHECK(cudaEventRecordWithFlags(dp->losses.ready[k], compute, cudaEventRecordExternal));
     //| CUDA_CHECK(cudaEventRecord(dp->losses.ready[k], compute));
     // END SOLUTION
@@ -52,11 +54,9 @@ static void capture_loss(trainer *t, data_parallel *dp, int k)
 // all-reduces) and makes it launchable as g->exec[k]. The capture starts on the compute stream;
 // the communication stream joins it by waiting on an event recorded there (12's grads_ready[b]),
 // and leaves it the same way (the compute stream waits on reduced[b] before each update), so that
-// the all-reduces become nodes of the graph, beside the products that follow them. A kernel node
-// keeps the priority of the stream it was captured from, but a graph runs every node at the
-// priority of the stream it is launched into (here the compute stream's) unless instantiated with
-// cudaGraphInstantiateFlagUseNodePriority. Kept, the all-reduces' high priority (lesson 12) made
-// the step 1.5 to 2.3% slower (measured, --compare-priority: notes/15).
+// the all-reduces become nodes of the graph, beside the products that follow them. Instantiated
+// with flags 0, every node runs at the priority of the stream the graph is launched into
+// (instantiate_prioritized says why).
 static void capture_graph(graph_dp *g, trainer *t, int k)
 {
     data_parallel *dp = g->dp;
@@ -82,6 +82,7 @@ void capture_graphs(graph_dp *g, trainer *t)
 {
     // A graph replays what was captured, test delays included; the harness turns them on only
     // during its runs, so the lesson turns them on for the capture (lesson 11).
+    int delays_were_on = t->delays_on;
     t->delays_on = 1;
     trace_range phase = trace_begin(TL_RANGE_PHASE, "capture", -1);
     double t0 = host_now_ms();
@@ -95,12 +96,16 @@ void capture_graphs(graph_dp *g, trainer *t)
     }
     g->capture_ms = host_now_ms() - t0;
     trace_end(&phase);
-    t->delays_on = 0;
+    t->delays_on = delays_were_on;
     g->census = graph_census_of(g->graph[0]);
 }
 
 // --compare-priority: the same graphs instantiated again into `prioritized`, each kernel node run at
-// the priority it was captured with (the all-reduces at the communication stream's high one).
+// the priority it was captured with (the all-reduces at the communication stream's high one). A
+// kernel node keeps its stream's priority as an attribute, but a graph runs every node at the
+// priority of the stream it is launched into unless instantiated with
+// cudaGraphInstantiateFlagUseNodePriority. Kept, lesson 12's high priority for the all-reduces
+// made the GPU-bound step 1.4 to 2.4% slower (measured: notes/15), so the lesson leaves it out.
 void instantiate_prioritized(const graph_dp *g, graph_dp *prioritized, trainer *t)
 {
     *prioritized = *g;

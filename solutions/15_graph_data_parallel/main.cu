@@ -15,10 +15,10 @@
 // reads, the loss slot it writes), and every batch launches one graph on every rank.
 //
 // What NCCL needs for it (its documentation, "Using NCCL with CUDA Graphs"): NCCL 2.9 or later;
-// the communicator made, and its ranks connected, outside the capture (graphs.cu's warm-up: one
-// step issued call by call); every rank capturing the same collectives in the same order, and
-// launching the same graph at the same batch, for a captured collective is a collective
-// property of every rank; buffers that stay where they were captured. --break-rule breaks one
+// every rank capturing the same collectives in the same order, and launching the same graph at
+// the same batch, for a captured collective is a collective property of every rank; buffers that
+// stay where they were captured. PyTorch's documentation adds the communicator made, and warmed up
+// with eager steps, before the capture (graphs.cu's warm-up: one step issued call by call). --break-rule breaks one
 // and shows what CUDA or NCCL answers (broken_rules.cu).
 //
 // Two variants run round-robin, every run checked bit for bit against lesson 12's synchronous
@@ -38,18 +38,19 @@
 static const char *PROG = "15_graph_data_parallel";
 
 // What the command line says: lesson 12's options but --overlap (always the buckets) and
-// --grad-comm (the gradients' communicator is a blocking one: a non-blocking communicator issues
-// from NCCL's own thread, outside the capture), and the lesson's own.
+// --grad-comm (the gradients' communicator is 12's blocking one, whose calls only queue their
+// kernels: a non-blocking one may answer ncclInProgress and finish a call on NCCL's thread, which
+// this lesson has not measured inside a capture), and the lesson's own.
 typedef struct {
     train_options train;
-    int ready_after;     // --ready-after
-    double bucket_mib;   // --bucket-mib
-    sm_sharing sharing;  // --comm-ctas, --comm-policy, --gemm-sms
-    dist_options dist;   // --rendezvous, --timeout-s
-    int eager_only;      // --eager
-    int no_warm_up;      // --no-warm-up
-    int prioritized;     // --compare-priority
-    int broken;          // --break-rule (BREAK_NONE: none)
+    int ready_after;       // --ready-after
+    double bucket_mib;     // --bucket-mib
+    sm_sharing sharing;    // --comm-ctas, --comm-policy, --gemm-sms
+    dist_options dist;     // --rendezvous, --timeout-s
+    int eager_only;        // --eager
+    int no_warm_up;        // --no-warm-up
+    int compare_priority;  // --compare-priority
+    int broken;            // --break-rule (BREAK_NONE: none)
 } options;
 
 static void parse_options(dist_env *d, int argc, char **argv, options *o, data_parallel *dp)
@@ -76,7 +77,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, data_p
                           "round-robin)");
     specs[n++] = arg_flag("no-warm-up", &o->no_warm_up,
                           "capture without an eager step first (NCCL then connects the ranks inside the capture)");
-    specs[n++] = arg_flag("compare-priority", &o->prioritized,
+    specs[n++] = arg_flag("compare-priority", &o->compare_priority,
                           "also run the graphs instantiated with their nodes' priorities (variant \"prioritized\")");
     specs[n++] = arg_choice("break-rule", &o->broken, "none|host-wait|new-comm|one-rank",
                             "break one rule of capturing NCCL, show what CUDA or NCCL answers, exit 1");
@@ -90,6 +91,8 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, data_p
     if (o->train.batch % d->world != 0)
         usage_error(d->name, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard",
                     o->train.batch, d->world);
+    if (o->eager_only && (o->no_warm_up || o->compare_priority))
+        usage_error(d->name, "--eager captures no graph: --no-warm-up and --compare-priority need the graphs");
     if (o->broken == BREAK_ONE_RANK && d->world < 2)
         usage_error(d->name, "--break-rule one-rank needs two ranks or more (tools/launch -n 2)");
     dist_fault_check(d, &dp->fault, o->train.batches);
@@ -124,15 +127,17 @@ static void report(trainer *t, const graph_dp *g, const harness_extras *x, const
         dist_describe(d, out);
         fprintf(out, "data parallel: %d samples per batch, %d per rank, %d buckets (layers %s)\n", o->train.batch,
                 t->opt.batch, g->dp->plan.count, plan);
+        char warm[48] = "none (--no-warm-up)";
+        if (!o->no_warm_up) snprintf(warm, sizeof warm, "%.1f ms", g->warm_up_ms);
         fprintf(out,
-                "graphs: %d, one per loss-ring slot; warm-up step %.1f ms, captured and instantiated in %.1f ms; "
+                "graphs: %d, one per loss-ring slot; warm-up step %s, captured and instantiated in %.1f ms; "
                 "each holds %d nodes: %d kernels (NCCL's among them), %d copies, %d event records, %d other; "
                 "%ld launches in the last graph run (%d batches)\n",
-                GRAPH_RING, g->warm_up_ms, g->capture_ms, c->nodes, c->kernels, c->copies, c->event_records, c->others,
+                GRAPH_RING, warm, g->capture_ms, c->nodes, c->kernels, c->copies, c->event_records, c->others,
                 g->launches, o->train.batches);
         fprintf(out, "step: graph %.3f ms, eager (lesson 12) %.3f ms: %.2fx%s\n", t_graph, t_eager, t_eager / t_graph,
                 not_perf);
-        if (o->prioritized)
+        if (o->compare_priority)
             fprintf(out,
                     "  the same graphs run at their nodes' priorities (prioritized): %.3f ms, %.3fx the graph's%s\n",
                     x->step_ms[2], x->step_ms[2] / t_graph, not_perf);
@@ -169,7 +174,7 @@ static int run_and_report(trainer *t, graph_dp *g, const options *o, FILE *out)
     train_variant variants[3] = {
         {"graph", graph_loop, g}, {"eager", train_loop, g->dp}, {"prioritized", graph_loop, &prioritized}};
     int count = 2;
-    if (o->prioritized && !o->eager_only) {
+    if (o->compare_priority) {
         instantiate_prioritized(g, &prioritized, t);
         count = 3;
     }
