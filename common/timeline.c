@@ -71,6 +71,46 @@ void tl_sort(timeline *t)
 }
 
 // ----------------------------------------------------------------------------
+// folding the streams the program did not name
+
+int tl_fold_unnamed_streams(timeline *t)
+{
+    int folded[TL_MAX_TRACKS] = {0}, map[TL_MAX_TRACKS], n = 0, nold = t->ntracks;
+    for (int k = 0; k < nold; k++)
+        if (t->tracks[k].kind == TL_TRACK_STREAM && strncmp(t->tracks[k].name, "stream ", 7) == 0) {
+            folded[k] = 1;
+            n++;
+        }
+    if (n == 0) return 0;
+    tl_sort(t);  // by start: each event then goes onto the first lane already free at its start
+    tl_track old[TL_MAX_TRACKS];
+    memcpy(old, t->tracks, sizeof old);
+    t->ntracks = 0;
+    for (int k = 0; k < nold; k++)
+        if (!folded[k]) map[k] = tl_find_track_in(t, old[k].process, old[k].name, old[k].kind);
+    uint64_t lane_end[TL_MAX_PROCESSES][TL_MAX_TRACKS];
+    int lanes[TL_MAX_PROCESSES] = {0};
+    for (int i = 0; i < t->nevents; i++) {
+        tl_event *e = &t->events[i];
+        if (e->track < 0) continue;  // a synchronisation: on no track
+        if (!folded[e->track]) {
+            e->track = map[e->track];
+            continue;
+        }
+        int p = old[e->track].process, l = 0;
+        while (l < lanes[p] && lane_end[p][l] > e->start) l++;
+        if (l == lanes[p] && lanes[p] < TL_MAX_TRACKS) lane_end[p][lanes[p]++] = 0;
+        if (l == lanes[p]) l--;  // no lane left: share the last one
+        if (e->end > lane_end[p][l]) lane_end[p][l] = e->end;
+        char name[TL_NAME];
+        snprintf(name, sizeof name, "lane %d", l + 1);
+        e->track = tl_find_track_in(t, p, name, TL_TRACK_STREAM);
+    }
+    tl_sort(t);
+    return n;
+}
+
+// ----------------------------------------------------------------------------
 // windows
 
 int tl_phase_window(const timeline *t, const char *phase, uint64_t *start, uint64_t *end)

@@ -93,6 +93,11 @@ int tl_find_track_in(timeline *t, int process, const char *name, tl_track_kind k
 int tl_is_host(const timeline *t, int track);  // a thread's track, not a stream's
 void tl_add(timeline *t, const tl_event *e);
 void tl_sort(timeline *t);  // by track order (host first), then start time
+// Folds each process's stream tracks the program did not name ("stream N": a replayed graph runs
+// its nodes on streams of its own, 36 and more for lesson 15's twelve graphs) onto as few tracks as
+// their events' overlap needs, "lane 1", "lane 2", ...; the other tracks keep their order. Returns
+// how many tracks were folded (tracestat --fold-streams).
+int tl_fold_unnamed_streams(timeline *t);
 
 // A time window [start, end): the last phase range of that name, or, within it,
 // from the start of batch `first`'s prep range to the start of batch first+count's

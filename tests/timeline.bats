@@ -96,6 +96,36 @@ format_problems() {
     assert_output "run@0 A@0 cudaGraphLaunch@60 B@100"
 }
 
+@test "timeline: --fold-streams puts the streams the program did not name on as few lanes as their overlap needs" {
+    # a graph's own streams: 1 (0-10 us), 2 (5-15 us, beside 1), 3 (12-20 us, after 1): two lanes
+    e() { printf '{"name":"%s","cat":"kernel","ph":"X","ts":%s.000,"dur":%s.000,"pid":1,"tid":%s,"args":{"batch":-1,"bytes":0,"pageable":0,"graph":7}}' "$@"; }
+    {
+        echo '{"traceEvents":['
+        echo '{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"one rank"}},'
+        echo '{"name":"thread_name","ph":"M","pid":1,"tid":1,"args":{"name":"compute","kind":"stream"}},'
+        for k in 1 2 3; do
+            echo '{"name":"thread_name","ph":"M","pid":1,"tid":'$((k + 1))',"args":{"name":"stream '$((k + 20))'","kind":"stream"}},'
+        done
+        printf '%s,\n' "$(e A 0 30 1)" "$(e B 0 10 2)" "$(e C 5 10 3)"
+        e D 12 8 4
+        echo
+        echo '],"displayTimeUnit":"ms","otherData":{"program":"one rank","dropped":0,"base_ns":1000000000000}}'
+    } >"$BATS_TEST_TMPDIR/g.json"
+    s=$BATS_TEST_TMPDIR/s.txt
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/g.json" >"$s"
+    assert_equal "$(kv_get "$s" tracks)" "compute,stream 21,stream 22,stream 23"
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/g.json" --fold-streams >"$s"
+    assert_equal "$(kv_get "$s" tracks)" "compute,lane 1,lane 2"
+    assert_equal "$(kv_get "$s" kernels) $(kv_get "$s" graph_kernels)" "4 4"
+    # merged, each rank's own lanes
+    run "$TOOLS/tracestat" --fold-streams --merge "$BATS_TEST_TMPDIR/m.json" "$BATS_TEST_TMPDIR/g.json" "$BATS_TEST_TMPDIR/g.json"
+    assert_success
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/m.json" >"$s"
+    assert_equal "$(kv_get "$s" tracks)" "r0 compute,r0 lane 1,r0 lane 2,r1 compute,r1 lane 1,r1 lane 2"
+    run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/m.json" --check
+    assert_success
+}
+
 @test "timeline: every track of the recorded trace is named, with the lesson's stream names" {
     "$TOOLS/tracestat" "$RECORDED" --window run >"$BATS_TEST_TMPDIR/s.txt"
     tracks=$(kv_get "$BATS_TEST_TMPDIR/s.txt" tracks)

@@ -91,7 +91,7 @@ static int read_trace(const char *path, timeline *t)
 }
 
 // --merge: the inputs, in rank order, as the processes of one trace.
-static int merge(const char *out_path, const char **paths, int n)
+static int merge(const char *out_path, const char **paths, int n, int fold)
 {
     timeline m, in[TL_MAX_PROCESSES];
     tl_init(&m, "");
@@ -100,6 +100,7 @@ static int merge(const char *out_path, const char **paths, int n)
     int tracks = 0;
     for (int k = 0; k < n; k++) {
         if (!read_trace(paths[k], &in[k])) return EXIT_FAILURE;
+        if (fold) tl_fold_unnamed_streams(&in[k]);
         if (in[k].base_ns < base) base = in[k].base_ns;
         tracks += in[k].ntracks;
         if (m.nprocesses + in[k].nprocesses > TL_MAX_PROCESSES || tracks > TL_MAX_TRACKS) {
@@ -282,7 +283,7 @@ int main(int argc, char **argv)
 {
     const char *phase = NULL, *svg = NULL, *title = NULL, *rewrite = NULL, *merged = NULL;
     const char *files[TL_MAX_PROCESSES] = {NULL};
-    int first = -1, count = 3, text = 0, width = 100, checking = 0, groups = 0;
+    int first = -1, count = 3, text = 0, width = 100, checking = 0, groups = 0, fold = 0;
     double ms_axis = 0;
     const arg_spec specs[] = {
         arg_string("window", &phase, "PHASE", "measure (or draw) the last phase of that name, e.g. run"),
@@ -299,6 +300,8 @@ int main(int argc, char **argv)
         arg_flag("check", &checking, "check the file's structure (sorted, named, nested); exit 1 on a problem"),
         arg_string("rewrite", &rewrite, "OUT", "read the trace and write it again (tests the writer)"),
         arg_string("merge", &merged, "OUT", "merge the traces given (one per rank, in rank order) into OUT"),
+        arg_flag("fold-streams", &fold,
+                 "the streams the program did not name (a graph's own) on as few lanes as their overlap needs"),
         arg_exit_codes("0 success, 1 a trace unreadable or cut short, a problem --check found, an unwritable output, "
                        "2 bad usage"),
     };
@@ -306,13 +309,14 @@ int main(int argc, char **argv)
                                   specs, (int)(sizeof specs / sizeof specs[0]), "TRACE.json", files, TL_MAX_PROCESSES);
     if (merged) {
         if (nfiles < 1) usage_error("tracestat", "--merge: give the ranks' traces to merge, in rank order");
-        return merge(merged, files, nfiles);
+        return merge(merged, files, nfiles, fold);
     }
     if (nfiles != 1) usage_error("tracestat", "give one trace file (try --help)");
     const char *path = files[0];
     timeline t;
     if (!read_trace(path, &t)) return EXIT_FAILURE;
     if (checking) return check(&t) ? 0 : 1;
+    if (fold) tl_fold_unnamed_streams(&t);
     tl_sort(&t);
     if (rewrite) return rewrite_trace(&t, rewrite);
     uint64_t start, end;
