@@ -24,6 +24,9 @@ graph_census graph_census_of(cudaGraph_t graph)
             c.event_records++;
         else
             c.others++;
+        if (type == cudaGraphNodeTypeWaitEvent) c.event_waits++;
+        if (type == cudaGraphNodeTypeHost) c.hosts++;
+        if (type == cudaGraphNodeTypeEmpty) c.empties++;
     }
     c.nodes = (int)n;
     free(nodes);

@@ -10,6 +10,7 @@ extern "C" {
 
 typedef struct {
     int nodes, kernels, copies, event_records, others;
+    int event_waits, hosts, empties;  // of the others: waits on an event, host functions, empty nodes
 } graph_census;
 
 // Counts the nodes of `graph`: kernels, copies, event records, the others.

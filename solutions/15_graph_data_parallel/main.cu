@@ -131,10 +131,10 @@ static void report(trainer *t, const graph_dp *g, const harness_extras *x, const
         if (!o->no_warm_up) snprintf(warm, sizeof warm, "%.1f ms", g->warm_up_ms);
         fprintf(out,
                 "graphs: %d, one per loss-ring slot; warm-up step %s, captured and instantiated in %.1f ms; "
-                "each holds %d nodes: %d kernels (NCCL's among them), %d copies, %d event records, %d other; "
-                "%ld launches in the last graph run (%d batches)\n",
+                "each holds %d nodes: %d kernels (NCCL's among them), %d copies, %d event records, %d other "
+                "(%d event waits, %d host functions, %d empty); %ld launches in the last graph run (%d batches)\n",
                 GRAPH_RING, warm, g->capture_ms, c->nodes, c->kernels, c->copies, c->event_records, c->others,
-                g->launches, o->train.batches);
+                c->event_waits, c->hosts, c->empties, g->launches, o->train.batches);
         fprintf(out, "step: graph %.3f ms, eager (lesson 12) %.3f ms: %.2fx%s\n", t_graph, t_eager, t_eager / t_graph,
                 not_perf);
         if (o->compare_priority)
@@ -157,6 +157,9 @@ static void report(trainer *t, const graph_dp *g, const harness_extras *x, const
     json_int(js, "graph_memcpy_nodes", c->copies);
     json_int(js, "graph_event_record_nodes", c->event_records);
     json_int(js, "graph_other_nodes", c->others);
+    json_int(js, "graph_event_wait_nodes", c->event_waits);
+    json_int(js, "graph_host_nodes", c->hosts);
+    json_int(js, "graph_empty_nodes", c->empties);
     json_int(js, "graph_launches", g->launches);
     json_bool(js, "warm_up", !o->no_warm_up);
     json_num(js, "warm_up_ms", g->warm_up_ms);
