@@ -2,9 +2,10 @@
 // through one of them (CUPTI's through CUPTI_CHECK in trace.c, NCCL's through
 // NCCL_CHECK in dist.h). On failure they print the failing call as written, its
 // file and line, and the error's name and text on stderr, then exit with
-// EXIT_FAILURE. A program built with CALL_TEXT=0 (make's: what a handout ships
-// prebuilt) prints the file and line alone: the text of an exercise's call in a
-// binary would hand out its answer to `strings`. Code on a thread other than the
+// EXIT_FAILURE. The solutions are built without the call's text (COURSE_NO_CALL_TEXT,
+// the Makefile's SOLUTION_FLAGS), and print the file and line alone: a handout ships
+// them prebuilt, and the text of an exercise's call in a binary would hand out its
+// answer to `strings`. Code on a thread other than the
 // main one must not exit (the main thread may be inside CUDA at that moment): it
 // formats the same message with check_message and hands it to the main thread, who
 // stops the others and reports it.
@@ -29,7 +30,7 @@ _Noreturn
 void check_fail(const char *expr, const char *file, int line, const char *name, const char *text);
 
 // The call as written, for the message of a failed check: CALL_TEXT(#expr), in the macro the
-// lesson types, before any macro in it expands; with COURSE_NO_CALL_TEXT (make CALL_TEXT=0) a
+// lesson types, before any macro in it expands; with COURSE_NO_CALL_TEXT (the solutions') a
 // fixed text, the call's own gone from the binary.
 #ifdef COURSE_NO_CALL_TEXT
 #define CALL_TEXT(text) "the call at this line"

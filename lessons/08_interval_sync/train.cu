@@ -1,9 +1,9 @@
-// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 2988856410)
+// STUDENT VERSION of solutions/08_interval_sync/train.cu, made by `make lessons` (checksum 3654474863)
 // Fill in its 2 TODOs.
 // 08_interval_sync: the host synchronises once every N batches, not every batch.
 //
-// build: make build/solutions/08_interval_sync
-// run:   build/solutions/08_interval_sync [--sync-interval 10] [--batches 200] [--json]
+// build: make build/lessons/08_interval_sync
+// run:   build/lessons/08_interval_sync [--sync-interval 10] [--batches 200] [--json]
 //
 // Between two synchronisations the host runs ahead: it prepares batch i+1 while
 // the GPU trains on batch i. That needs two of each buffer and an event for each

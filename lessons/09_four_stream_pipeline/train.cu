@@ -1,9 +1,9 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 271751925)
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 3798002608)
 // Fill in its 4 TODOs.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
-// build: make build/solutions/09_four_stream_pipeline
-// run:   build/solutions/09_four_stream_pipeline [--batches 200] [--json]
+// build: make build/lessons/09_four_stream_pipeline
+// run:   build/lessons/09_four_stream_pipeline [--batches 200] [--json]
 //
 // Streams: two copy streams taking turns (batch i on copy[i % 2], so that the copy
 // of the batch after next can start while the next one is still landing), a

@@ -1,10 +1,10 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 2145997386)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 4099904330)
 // No exercise in this file, read it as it stands; the TODOs are in loaders.cu.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
 //
-// build: make build/solutions/10_async_loader_pipeline
-// run:   build/solutions/10_async_loader_pipeline [--workers 4] [--prefetch 6] [--json]
+// build: make build/lessons/10_async_loader_pipeline
+// run:   build/lessons/10_async_loader_pipeline [--workers 4] [--prefetch 6] [--json]
 //
 // The seeds' option 4. --workers threads prepare batches into a ring of
 // --prefetch pinned slots, batch i always into slot i % prefetch. A slot goes

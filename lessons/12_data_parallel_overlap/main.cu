@@ -1,12 +1,12 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 3448512062)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 2263630253)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
 // gradients averaged with NCCL while the backward pass is still running.
 //
-// build: make build/solutions/12_data_parallel_overlap      (where make finds NCCL: its first line says)
-// run:   build/solutions/12_data_parallel_overlap [--batches 200] [--json]      one GPU, one rank
-//        tools/launch -n 2 build/solutions/12_data_parallel_overlap [--bucket-mib 25]   two GPUs
-//        tools/launch -n 4 --simulate-nodes build/solutions/12_data_parallel_overlap   four ranks on one GPU
+// build: make build/lessons/12_data_parallel_overlap      (where make finds NCCL: its first line says)
+// run:   build/lessons/12_data_parallel_overlap [--batches 200] [--json]      one GPU, one rank
+//        tools/launch -n 2 build/lessons/12_data_parallel_overlap [--bucket-mib 25]   two GPUs
+//        tools/launch -n 4 --simulate-nodes build/lessons/12_data_parallel_overlap   four ranks on one GPU
 //            (each a node of its own, over loopback sockets: every check holds, no timing is performance)
 //
 // One process per GPU, each a rank (common/dist.h: the launcher's environment, the

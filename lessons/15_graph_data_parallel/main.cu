@@ -1,14 +1,14 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/main.cu, made by `make lessons` (checksum 301350204)
+// STUDENT VERSION of solutions/15_graph_data_parallel/main.cu, made by `make lessons` (checksum 945195272)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // 15_graph_data_parallel: lesson 12's data-parallel step, its all-reduces included, captured once
 // as CUDA graphs and replayed with one launch per batch on every rank.
 //
-// build: make build/solutions/15_graph_data_parallel      (where make finds NCCL: its first line says)
-// run:   tools/launch -n 2 build/solutions/15_graph_data_parallel [--batches 200] [--json]   two GPUs
-//        tools/launch -n 2 build/solutions/15_graph_data_parallel --batch 128 --in 64 --hidden 256 --prep-work 0
+// build: make build/lessons/15_graph_data_parallel      (where make finds NCCL: its first line says)
+// run:   tools/launch -n 2 build/lessons/15_graph_data_parallel [--batches 200] [--json]   two GPUs
+//        tools/launch -n 2 build/lessons/15_graph_data_parallel --batch 128 --in 64 --hidden 256 --prep-work 0
 //            (lesson 11's small model, 64 samples a rank: a step the host issues more slowly than it runs)
-//        tools/launch -n 2 --simulate-nodes build/solutions/15_graph_data_parallel   two ranks on one GPU
-//        tools/launch -n 2 build/solutions/15_graph_data_parallel --break-rule host-wait|new-comm|one-rank
+//        tools/launch -n 2 --simulate-nodes build/lessons/15_graph_data_parallel   two ranks on one GPU
+//        tools/launch -n 2 build/lessons/15_graph_data_parallel --break-rule host-wait|new-comm|one-rank
 //
 // Lesson 11 made one GPU's step a single graph launch; lesson 12 spread the step over GPUs, each
 // bucket's all-reduce on a communication stream under the backward pass. This lesson does both:
