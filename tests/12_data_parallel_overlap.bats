@@ -416,17 +416,27 @@ assert_ranks_bits() {
 }
 
 # bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
-@test "12 two ranks: both bit-identical to the reference and to the course's 12 under every test delay, either variant first" {
+@test "12 two ranks: bit-identical to the reference and the course's 12 under every delay, within 1e-4 of 06 and of the CPU" {
     need_nccl_gpu
     # with two ranks every average is one sum of two numbers, whatever NCCL's algorithm;
     # fixed anyway, so that nothing but the program varies between runs
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
     course_ranks 2 twelve $SMALL12
     want=$(bits_of "$BATS_TEST_TMPDIR/twelve.json" weights_checksums)
+    # one GPU training the same global batch: the same mathematics, the sums in another order
+    course_06 a $SMALL
     for args in "${RUNS12[@]}"; do
         # shellcheck disable=SC2086
         assert_ranks_bits 2 "$want" $SMALL12 $args
+        for key in loss_first loss_last; do
+            d=$(rel "$(json_get "$BATS_TEST_TMPDIR/v.json" $key)" "$(json_get "$BATS_TEST_TMPDIR/a.json" $key)")
+            assert_num "$d" "<=" 1e-4 "$key: two ranks against 06 on one GPU, relative ($args)"
+        done
     done
+    # and against the CPU in double precision, trained on the whole batch
+    run_ranks 2 c "$P" $TINY --check-cpu
+    assert_success
+    assert_num "$(json_get "$BATS_TEST_TMPDIR/c.json" cpu_check_max_rel)" "<=" 1e-4 "relative difference from the CPU"
 }
 
 # bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
@@ -441,25 +451,6 @@ assert_ranks_bits() {
         # shellcheck disable=SC2086
         assert_ranks_bits 4 "$want" $SMALL12 --batches 12 $args
     done
-}
-
-# bats test_tags=ranks,gpu,ex:12-bucket-plan,ex:12-ready,ex:12-allreduce,ex:12-update-wait
-@test "12 two ranks: the losses of the whole batch, within 1e-4 of one GPU training the same global batch" {
-    need_nccl_gpu
-    run --separate-stderr ref 06_per_batch_sync $SMALL --json
-    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
-    for on in compute copy; do  # under each test delay: the delays change the timing, never the bits
-        run_ranks 2 r "$P" $SMALL12 --delay-us "$DELAY_US" --delay-on $on
-        assert_success
-        for key in loss_first loss_last; do
-            d=$(rel "$(json_get "$BATS_TEST_TMPDIR/r.json" $key)" "$(json_get "$BATS_TEST_TMPDIR/a.json" $key)")
-            assert_num "$d" "<=" 1e-4 "$key: two ranks against 06 on one GPU, relative (--delay-on $on)"
-        done
-    done
-    # and against the CPU in double precision, trained on the whole batch
-    run_ranks 2 c "$P" $TINY --check-cpu
-    assert_success
-    assert_num "$(json_get "$BATS_TEST_TMPDIR/c.json" cpu_check_max_rel)" "<=" 1e-4 "relative difference from the CPU"
 }
 
 # first_bucket_early TRACE: "k/n": of the n steps in the run window, in how many rank 0's first
