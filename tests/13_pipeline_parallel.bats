@@ -320,28 +320,29 @@ rel() {
 # ----------------------------------------------------------------------------
 # two and four stages: as many GPUs, or simulated nodes on one
 
-# assert_stages_match P M ARGS...: P stages with M micro-batches (both schedules, round-robin)
-# give the one-stage run's losses and every layer's weights, bit for bit, on every rank; every
-# activation and error crosses each of the P - 1 boundaries once per micro-batch and batch; each
-# stage holds the slots its schedule needs at most (1F1B: min(P - s, M) on stage s; GPipe: M).
-# The course's own one-stage run is in $BATS_TEST_TMPDIR/a.json, made first unless ONE_STAGE_MADE=1
-# (the test delays change no bit of it).
+# assert_stages_match P M DELAY ARGS...: P stages with M micro-batches (both schedules, round-robin),
+# under DELAY ("" or a test delay), give the one-stage run's losses and every layer's weights, bit for
+# bit, on every rank, every loss taken once; every activation and error crosses each of the P - 1
+# boundaries once per micro-batch and batch; stage s holds at most the slots its schedule needs
+# (1F1B: min(P - s, M); GPipe: M). The course's own one-stage run (ARGS, no delay: a delay changes
+# no bit) is in $BATS_TEST_TMPDIR/a.json.
 assert_stages_match() {
-    local p=$1 m=$2
-    shift 2
-    [ "${ONE_STAGE_MADE:-0}" = 1 ] || one_stage a $SMALL --micro-batches "$m" --reps 1 --warmup 0 "$@"
-    run_ranks "$p" r "$P" $SMALL --micro-batches "$m" --reps 1 --warmup 0 "$@"
-    [ "$status" -eq 0 ] || fail "$p stages, $m micro-batches $*: not verified (exit code $status)"
+    local p=$1 m=$2 delay=$3 n
+    shift 3
+    one_stage a $SMALL --micro-batches "$m" --reps 1 --warmup 0 "$@"
+    # shellcheck disable=SC2086
+    run_ranks "$p" r "$P" $SMALL --micro-batches "$m" --reps 1 --warmup 0 "$@" $delay
+    [ "$status" -eq 0 ] || fail "$p stages, $m micro-batches $* $delay: not verified (exit code $status)"
     f=$BATS_TEST_TMPDIR/r.json a=$BATS_TEST_TMPDIR/a.json
     assert_equal "$(json_get "$f" world_size) $(json_get "$f" stages)" "$p $p"
     assert_equal "$(json_get "$f" matches_reference)" true  # on rank 0, against its own one-stage reference
     assert_equal "$(json_get "$f" ranks_verified)" true     # ... and on every other rank
     assert_equal "$(json_get "$f" runs_identical)" true     # both schedules, every run
-    assert_equal "$(json_get "$f" crossings_once)" true
+    assert_equal "$(json_get "$f" losses_once) $(json_get "$f" crossings_once)" "true true"
     assert_equal "$(json_get "$f" loss_checksum)" "$(json_get "$a" loss_checksum)"
     assert_equal "$(json_get "$f" layer_checksums)" "$(json_get "$a" layer_checksums)"
     # counted here, not by the program: each way, (P - 1) x M x batches
-    local n=$(((p - 1) * m * $(json_get "$f" batches)))
+    n=$(((p - 1) * m * $(json_get "$f" batches)))
     assert_equal "$(json_get "$f" act_crossings) $(json_get "$f" error_crossings)" "$n $n"
     assert_equal "$(json_get "$f" 1f1b_peak_slots_per_stage)" "$(peak_slots 1f1b "$p" "$m")"
     assert_equal "$(json_get "$f" gpipe_peak_slots_per_stage)" "$(peak_slots gpipe "$p" "$m")"
@@ -356,58 +357,47 @@ peak_slots() {
     done
 }
 
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 two stages, 1, 2 and 8 micro-batches: the one-stage run's bits, every hand-over once, 1F1B's slots 2 and 1, GPipe's M" {
+# The checks of bits give each run one test delay: a delay changes no bit, and a missing wait
+# diverges under its delay whatever M (13-recv-wait with the copies and hand-overs held back,
+# 13-send-after-forward with the compute). The compute is held back where stage 0 reuses a slot
+# within a batch under 1F1B (M > P): a slot refilled before its backward pass has read it diverges.
+# Four stages: 4 batches a run (every run of four simulated nodes pays for their loopback
+# sockets; a missing wait or a wrong schedule shows in the first batch's bits).
+
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
+@test "13 two stages, 1, 2 and 4 micro-batches: the one-stage run's bits, without delay, copies held back, then compute" {
     need_nccl_gpu
-    for m in 1 2; do
-        assert_stages_match 2 $m
+    for mk in "1 0" "2 1" "4 2"; do
+        read -r m k <<<"$mk"
+        assert_stages_match 2 "$m" "${DELAYS[k]}"
         assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1-2|3-4"
     done
-    # GPipe first: the same figures, the lesson's own schedule named (four: the check under every test delay)
-    assert_stages_match 2 8 --schedule gpipe
+}
+
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
+@test "13 two stages, 8 micro-batches, GPipe first: the one-stage run's bits, every hand-over once, 1F1B's slots 2 and 1, GPipe's 8" {
+    need_nccl_gpu
+    assert_stages_match 2 8 "" --schedule gpipe
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" schedule) $(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "gpipe 1-2|3-4"
 }
 
-# four stages: 4 batches a run (every run of four simulated nodes pays for their loopback sockets;
-# a missing wait or a wrong schedule shows in the first batch's bits)
-
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 four stages: the one-stage run's bits for 1 and 2 micro-batches, fewer than the stages" {
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
+@test "13 four stages, 1, 2 and 4 micro-batches: the one-stage run's bits, without delay, copies held back, then compute" {
     need_nccl_gpu
-    for m in 1 2; do
-        assert_stages_match 4 $m --batches 4
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1|2|3|4"
-    done
-}
-
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 four stages: the one-stage run's bits for 4 and 16 micro-batches" {
-    need_nccl_gpu
-    for m in 4 16; do
-        assert_stages_match 4 $m --batches 4
+    for mk in "1 0" "2 1" "4 2"; do
+        read -r m k <<<"$mk"
+        assert_stages_match 4 "$m" "${DELAYS[k]}" --batches 4
         assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1|2|3|4"
     done
 }
 
 # bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
-@test "13 two stages: every run bit-identical to the reference on every stage, under every test delay" {
+@test "13 four stages, 8 and 16 micro-batches: the one-stage run's bits, copies held back, then compute" {
     need_nccl_gpu
-    one_stage a $SMALL13 --reps 1 --warmup 0
-    for delay in "${DELAYS[@]}"; do
-        # shellcheck disable=SC2086
-        ONE_STAGE_MADE=1 assert_stages_match 2 4 $delay
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" losses_once)" true
-    done
-}
-
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
-@test "13 four stages, 8 micro-batches: every run bit-identical to the reference on every stage, under every test delay" {
-    need_nccl_gpu
-    one_stage a $SMALL --micro-batches 8 --reps 1 --warmup 0 --batches 4
-    for delay in "${DELAYS[@]}"; do
-        # shellcheck disable=SC2086
-        ONE_STAGE_MADE=1 assert_stages_match 4 8 --batches 4 $delay
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" losses_once)" true
+    for mk in "8 1" "16 2"; do
+        read -r m k <<<"$mk"
+        assert_stages_match 4 "$m" "${DELAYS[k]}" --batches 4
+        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1|2|3|4"
     done
 }
 
