@@ -269,7 +269,9 @@ const char *dist_launcher_name(dist_launcher l);
 // What the report says of the ranks, after dist_connect: one line ("ranks: 4 on 1 GPU ...")
 // that, under simulated nodes, also says that no timing of the run is a performance figure;
 // and the same in the JSON: world_size, launcher, nccl_version, gpus, simulated_nodes,
-// performance (false under simulated nodes).
+// performance (false under simulated nodes), and nccl_env: every NCCL_* variable of this rank's
+// environment, sorted, "NAME=VALUE" separated by spaces (what a run was tuned with: notes/12's
+// levers are often NCCL's variables).
 void dist_describe(const dist_env *d, FILE *out);
 void dist_describe_json(const dist_env *d, json_writer *js);
 

@@ -199,6 +199,25 @@ void dist_describe(const dist_env *d, FILE *out)
                          : "");
 }
 
+extern char **environ;  // the process's environment (POSIX): unistd.h declares it only under _GNU_SOURCE
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+// "NCCL_ALGO=Ring NCCL_NVLS_ENABLE=0": the NCCL_* variables of the environment, sorted, into out
+// (cut short at its size).
+static void nccl_env_text(char *out, size_t size)
+{
+    const char *found[256];
+    int n = 0;
+    for (char **e = environ; e && *e && n < 256; e++)
+        if (strncmp(*e, "NCCL_", 5) == 0) found[n++] = *e;
+    qsort(found, (size_t)n, sizeof found[0], by_name);
+    size_t at = 0;
+    out[0] = '\0';
+    for (int k = 0; k < n && at < size; k++)
+        at += (size_t)snprintf(out + at, size - at, "%s%s", k ? " " : "", found[k]);
+}
+
 void dist_describe_json(const dist_env *d, json_writer *js)
 {
     char version[32];
@@ -209,4 +228,7 @@ void dist_describe_json(const dist_env *d, json_writer *js)
     json_int(js, "gpus", d->gpus);
     json_bool(js, "simulated_nodes", d->simulated);
     json_bool(js, "performance", !d->simulated);  // false: the timings are not performance figures
+    char env[2048];
+    nccl_env_text(env, sizeof env);
+    json_str(js, "nccl_env", env);
 }

@@ -27,6 +27,8 @@ graph_census graph_census_of(cudaGraph_t graph)
         if (type == cudaGraphNodeTypeWaitEvent) c.event_waits++;
         if (type == cudaGraphNodeTypeHost) c.hosts++;
         if (type == cudaGraphNodeTypeEmpty) c.empties++;
+        if (type == cudaGraphNodeTypeMemAlloc) c.allocs++;
+        if (type == cudaGraphNodeTypeMemFree) c.frees++;
     }
     c.nodes = (int)n;
     free(nodes);

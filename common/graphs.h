@@ -11,6 +11,7 @@ extern "C" {
 typedef struct {
     int nodes, kernels, copies, event_records, others;
     int event_waits, hosts, empties;  // of the others: waits on an event, host functions, empty nodes
+    int allocs, frees;                // of the others: memory allocated and freed by the graph itself
 } graph_census;
 
 // Counts the nodes of `graph`: kernels, copies, event records, the others.

@@ -126,6 +126,15 @@ void mlp_model_reset(mlp_model *m, cudaStream_t stream)
                                cudaMemcpyDeviceToDevice, stream));
 }
 
+void mlp_model_use_workspace(mlp_model *m, int own, cudaStream_t stream)
+{
+    for (int k = 0; k < 2; k++) {
+        CUBLAS_CHECK(cublasSetStream(m->handle[k], stream));  // resets the workspace to cuBLAS's pool
+        if (own) CUBLAS_CHECK(cublasSetWorkspace(m->handle[k], m->d_workspace[k], WORKSPACE_BYTES));
+        m->bound[k] = stream;  // handle_on leaves a handle bound to its stream as it is
+    }
+}
+
 // cublasSetStream resets the handle's workspace to cuBLAS's own pool: set ours again
 static cublasHandle_t handle_on(mlp_model *m, int which, cudaStream_t stream)
 {

@@ -35,6 +35,12 @@ size_t mlp_model_device_bytes(const mlp_shape *s);
 void mlp_model_create(mlp_model *m, const mlp_shape *s, float lr, uint64_t seed);
 void mlp_model_destroy(mlp_model *m);
 
+// Binds both cuBLAS handles to `stream` with the model's own workspaces (own = 1: what
+// mlp_model_create sets) or with cuBLAS's default pool (own = 0: a program that never calls
+// cublasSetWorkspace; inside a capture cuBLAS then allocates through the graph, pytorch 113994).
+// The passes keep what this sets for as long as they run on `stream` (lesson 15 measures it).
+void mlp_model_use_workspace(mlp_model *m, int own, cudaStream_t stream);
+
 // Puts the initial weights back (on `stream`): every timed run starts from the same model.
 void mlp_model_reset(mlp_model *m, cudaStream_t stream);
 
