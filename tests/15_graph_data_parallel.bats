@@ -45,7 +45,7 @@ ratio() {
     need_nccl
     check_help "$P"
     for option in --bucket-mib --ready-after --eager --no-warm-up --compare-priority --break-rule --rendezvous --timeout-s --fail-rank \
-        --fail-at-batch --fail-how --delay-on --trace --json; do
+        --fail-at-batch --fail-how --delay-on --trace --json --capture-workspace --no-upload; do
         assert_output --partial -- "$option"
     done
     assert_output --partial "tools/launch -n 2 --simulate-nodes"
@@ -59,11 +59,23 @@ ratio() {
     check_rejects "$P" ready-after abc 1
     check_rejects "$P" timeout-s abc 0 3601
     check_rejects "$P" fail-rank abc -2 65536
+    check_rejects "$P" capture-workspace abc 1 both none
     # --eager captures nothing: the options about graphs are refused beside it
-    for extra in --no-warm-up --compare-priority; do
+    for extra in --no-warm-up --compare-priority "--capture-workspace library" --no-upload; do
         run --separate-stderr env CUDA_VISIBLE_DEVICES= "$BIN/$P" $SMALL15 --eager $extra
         assert_equal "$status" 2
+        assert_equal "$(printf '%s\n' "$stderr" | grep -c .)" 1
         [[ "$stderr" == *"--eager captures no graph"* ]] || fail "--eager $extra: $stderr"
+    done
+    # a graph that allocates has one executable form at a time: no prioritized second one
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$BIN/$P" $SMALL15 --capture-workspace library --compare-priority
+    assert_equal "$status" 2
+    assert_equal "$(printf '%s\n' "$stderr" | grep -c .)" 1
+    [[ "$stderr" == *"--capture-workspace library"*"--compare-priority"* ]] || fail "$stderr"
+    # the levers alone start (no GPU here: exit code 3, after the options were taken)
+    for extra in "--capture-workspace own" "--capture-workspace library" --no-upload; do
+        run --separate-stderr env CUDA_VISIBLE_DEVICES= "$BIN/$P" $SMALL15 $extra
+        assert_equal "$status" 3
     done
     # one rank cannot show a collective the others never captured
     run --separate-stderr env CUDA_VISIBLE_DEVICES= "$BIN/$P" $SMALL15 --break-rule one-rank
@@ -138,6 +150,34 @@ ratio() {
     f=$BATS_TEST_TMPDIR/e.json
     assert_equal "$(json_get "$f" loss_checksum) $(json_get "$f" weights_checksum)" "$want"
     [ -z "$(json_get "$f" graph_launches)" ] || fail "--eager, yet a graph was launched"
+}
+
+# bats test_tags=gpu
+@test "15 one rank, the levers of the capture: cuBLAS's own pool, graphs not uploaded: 12's bits, each said in the JSON" {
+    need_nccl_gpu
+    run --separate-stderr ref 12_data_parallel_overlap $SMALL15 --json
+    assert_success
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
+    want="$(json_get "$BATS_TEST_TMPDIR/a.json" loss_checksum) $(json_get "$BATS_TEST_TMPDIR/a.json" weights_checksum)"
+    # the defaults: the model's own workspace, so cuBLAS allocates nothing inside the capture; uploaded
+    run_json d "$P" $SMALL15
+    assert_success
+    f=$BATS_TEST_TMPDIR/d.json
+    assert_equal "$(json_get "$f" capture_workspace) $(json_get "$f" graph_uploaded)" "own true"
+    assert_equal "$(json_get "$f" graph_alloc_nodes) $(json_get "$f" graph_free_nodes)" "0 0"
+    for args in "--capture-workspace library" "--no-upload --warmup 0"; do
+        # shellcheck disable=SC2086
+        run_json v "$P" $SMALL15 $args
+        [ "$status" -eq 0 ] || fail "$args: not verified (exit code $status)"
+        f=$BATS_TEST_TMPDIR/v.json
+        assert_equal "$(json_get "$f" matches_reference) $(json_get "$f" runs_identical)" "true true"
+        assert_equal "$(json_get "$f" loss_checksum) $(json_get "$f" weights_checksum)" "$want"
+        assert_equal "$(json_get "$f" graph_launches)" "$NB"
+        case $args in
+        --capture*) assert_equal "$(json_get "$f" capture_workspace) $(json_get "$f" graph_uploaded)" "library true" ;;
+        *) assert_equal "$(json_get "$f" capture_workspace) $(json_get "$f" graph_uploaded)" "own false" ;;
+        esac
+    done
 }
 
 # bats test_tags=gpu

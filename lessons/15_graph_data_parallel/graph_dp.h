@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 3150994435)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 490850989)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // graph_dp.h: lesson 15's types, and what its files call in one another (the overview
 // is in main.cu). graphs.cu: the warm-up, and the exercises (the capture around the all-reduces,
@@ -20,7 +20,7 @@
 #include "common/timing.h"   // defines: host_now_ms
 #include "common/trace.h"    // defines: trace_begin, trace_end
 #include "common/trainer.h"  // defines: trainer_init, train_options_default, train_option_specs, trainer_forward,
-                             //          trainer_loss_slot
+                             //          trainer_loss_slot, mlp_model_use_workspace
 // lesson 12's library: its types and functions (options.cu, meet.cu, stop.cu, buckets.cu, train.cu,
 // report.cu), its step (ddp.h: ddp_teardown, ddp_step, ddp_average_losses, ddp_plan_text) and
 // lesson 08's loss ring (loss_ring_interval)
@@ -34,6 +34,8 @@ typedef struct {
     data_parallel *dp;                 // lesson 12's step (its ddp.h): what every graph holds
     cudaGraph_t graph[GRAPH_RING];     // graph[k]: the step of ring position k, as captured
     cudaGraphExec_t exec[GRAPH_RING];  // exec[k]: graph[k] instantiated, what cudaGraphLaunch runs
+    int library_workspace;             // --capture-workspace library: cuBLAS's own pool inside the capture
+    int upload;                        // each graph uploaded after its instantiation (0: --no-upload)
     long launches;                     // cudaGraphLaunch calls in the last graph run
     double warm_up_ms;                 // the eager step before the capture
     double capture_ms;                 // capturing and instantiating every graph

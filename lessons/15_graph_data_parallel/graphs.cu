@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graphs.cu, made by `make lessons` (checksum 2767067031)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graphs.cu, made by `make lessons` (checksum 2696219570)
 // Fill in its 3 TODOs.
 // graphs.cu (lesson 15): lesson 12's data-parallel step, its all-reduces included, captured once
 // per ring position into a CUDA graph and replayed with one launch per batch. The exercises: the
@@ -80,14 +80,18 @@ void capture_graphs(graph_dp *g, trainer *t)
     t->delays_on = 1;
     trace_range phase = trace_begin(TL_RANGE_PHASE, "capture", -1);
     double t0 = host_now_ms();
+    // --capture-workspace library: both handles on cuBLAS's default pool, as in a program that never
+    // set a workspace (the course's model sets its own: common/model.cu), for the captures alone
+    if (g->library_workspace) mlp_model_use_workspace(&t->model, 0, t->compute_stream);
     for (int k = 0; k < GRAPH_RING; k++) {
         capture_graph(g, t, k);
         if (!g->graph[k] || !g->exec[k]) {  // say so now, rather than fail at the first launch
             fprintf(stderr, "%s: capture_graph left graph %d (or its executable form) empty\n", t->prog, k);
             exit(EXIT_FAILURE);
         }
-        CUDA_CHECK(cudaGraphUpload(g->exec[k], t->compute_stream));  // else the first launch pays for it
+        if (g->upload) CUDA_CHECK(cudaGraphUpload(g->exec[k], t->compute_stream));  // else the first launch pays
     }
+    if (g->library_workspace) mlp_model_use_workspace(&t->model, 1, t->compute_stream);  // the eager runs: ours
     g->capture_ms = host_now_ms() - t0;
     trace_end(&phase);
     t->delays_on = delays_were_on;
@@ -105,7 +109,7 @@ void instantiate_prioritized(const graph_dp *g, graph_dp *prioritized, trainer *
     *prioritized = *g;
     for (int k = 0; k < GRAPH_RING; k++) {
         CUDA_CHECK(cudaGraphInstantiate(&prioritized->exec[k], g->graph[k], cudaGraphInstantiateFlagUseNodePriority));
-        CUDA_CHECK(cudaGraphUpload(prioritized->exec[k], t->compute_stream));
+        if (g->upload) CUDA_CHECK(cudaGraphUpload(prioritized->exec[k], t->compute_stream));
         prioritized->graph[k] = NULL;  // g owns the graphs
     }
 }

@@ -48,6 +48,8 @@ typedef struct {
     int no_warm_up;        // --no-warm-up
     int compare_priority;  // --compare-priority
     int broken;            // --break-rule (BREAK_NONE: none)
+    int workspace;         // --capture-workspace (0: own, 1: library)
+    int no_upload;         // --no-upload
 } options;
 
 static void parse_options(dist_env *d, int argc, char **argv, options *o)
@@ -66,14 +68,26 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
                           "also run the graphs instantiated with their nodes' priorities (variant \"prioritized\")");
     specs[n++] = arg_choice("break-rule", &o->broken, "none|host-wait|new-comm|one-rank",
                             "break one rule of capturing NCCL, show what CUDA or NCCL answers, exit 1");
+    specs[n++] = arg_choice(
+        "capture-workspace", &o->workspace, "own|library",
+        "cuBLAS's workspace inside the capture: the model's own 32 MiB per handle, or none set "
+        "(cuBLAS's pool: its allocations become nodes of the graph; the eager runs keep the model's)");
+    specs[n++] = arg_flag("no-upload", &o->no_upload,
+                          "leave each graph on the host until its first launch (no cudaGraphUpload after its "
+                          "instantiation)");
     dp_option_specs(&o->dp, specs, &n);  // lesson 12's
     const char *summary =
         "Train an MLP on every GPU, each rank's step (its all-reduces too) one CUDA graph launch.\n" DIST_HOW_TO_RUN(
             "ranks");
     args_parse(argc, argv, d->name, summary, specs, n);
     dp_options_check(d, &o->dp, &o->train);  // lesson 12's
-    if (o->eager_only && (o->no_warm_up || o->compare_priority))
-        usage_error(d->name, "--eager captures no graph: --no-warm-up and --compare-priority need the graphs");
+    if (o->eager_only && (o->no_warm_up || o->compare_priority || o->workspace || o->no_upload))
+        usage_error(d->name, "--eager captures no graph: --no-warm-up, --compare-priority, --capture-workspace "
+                             "library and --no-upload need the graphs");
+    // a graph with allocation nodes has one executable form at a time (cuGraphInstantiate): no prioritized one
+    if (o->workspace && o->compare_priority)
+        usage_error(d->name, "--capture-workspace library: its graphs may allocate, and CUDA instantiates such a "
+                             "graph once at a time: not with --compare-priority");
     if (o->broken == BREAK_ONE_RANK && d->world < 2)
         usage_error(d->name, "--break-rule one-rank needs two ranks or more (tools/launch -n 2)");
 }
@@ -107,6 +121,9 @@ static void report(trainer *t, const graph_dp *g, const harness_extras *x, const
             fprintf(out,
                     "  the same graphs run at their nodes' priorities (prioritized): %.3f ms, %.3fx the graph's%s\n",
                     x->step_ms[2], x->step_ms[2] / t_graph, not_perf);
+        fprintf(out, "  capture: cuBLAS's workspace %s; graph 0 holds %d allocation and %d free nodes; graphs %s\n",
+                g->library_workspace ? "none set, its pool (--capture-workspace library)" : "the model's own",
+                c->allocs, c->frees, g->upload ? "uploaded after instantiation" : "not uploaded (--no-upload)");
     }
     if (!t->opt.json) return;
     json_writer *js = &t->js;
@@ -132,6 +149,10 @@ static void report(trainer *t, const graph_dp *g, const harness_extras *x, const
     json_num(js, "capture_ms", g->capture_ms);
     json_num(js, "speedup", t_eager / t_graph);
     json_num(js, "timeout_s", d->timeout_s);
+    json_str(js, "capture_workspace", g->library_workspace ? "library" : "own");
+    json_int(js, "graph_alloc_nodes", c->allocs);
+    json_int(js, "graph_free_nodes", c->frees);
+    json_bool(js, "graph_uploaded", g->upload);
 }
 
 // Both variants round-robin against lesson 12's reference, the checks across ranks, the report.
@@ -183,6 +204,8 @@ int main(int argc, char **argv)
     graph_dp graphs;
     memset(&graphs, 0, sizeof graphs);
     graphs.dp = &dp;
+    graphs.library_workspace = o.workspace;
+    graphs.upload = !o.no_upload;
     int ok = 0;
     if (o.broken != BREAK_NONE) {
         ok = break_rule(&graphs, &t, (broken_rule)o.broken) == 0;
