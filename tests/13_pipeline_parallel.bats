@@ -95,7 +95,7 @@ schedule_bubble() {
     need_nccl
     check_help "$P"
     for option in --stages --micro-batches --schedule --show-schedule --rendezvous --timeout-s --fail-rank --fail-how \
-        --fail-at-batch --delay-on --trace --json; do
+        --fail-at-batch --delay-on --trace --json --post-recv --p2p-group --link-ctas --gemm-sms; do
         assert_output --partial -- "$option"
     done
     assert_output --partial "tools/launch -n 2 --simulate-nodes"
@@ -107,6 +107,12 @@ schedule_bubble() {
     check_rejects "$P" stages abc -1 10 1.5
     check_rejects "$P" micro-batches abc 0 -1 65537 1.5
     check_rejects "$P" schedule abc 1 both 1F1B
+    check_rejects "$P" p2p-group abc 1 both pair
+    # and takes its two words (no GPU here: exit code 3, once the options are read)
+    for g in none pairs; do
+        run --separate-stderr env CUDA_VISIBLE_DEVICES= "$BIN/$P" $SMALL13 --p2p-group "$g"
+        assert_equal "$status" 3
+    done
     check_rejects "$P" timeout-s abc 0 3601
     check_rejects "$P" fail-rank abc -2 65536
     check_rejects "$P" fail-at-batch abc -2
@@ -348,6 +354,28 @@ assert_stages_match() {
     assert_equal "$(json_get "$f" gpipe_peak_slots_per_stage)" "$(peak_slots gpipe "$p" "$m")"
 }
 
+# grouped_sends SCHEDULE P M BATCHES: "N0,N1,...", the sends stage s posts in one group with a receive
+# under --p2p-group pairs in a run of BATCHES batches: in its order (--show-schedule), each operation
+# that ends with a send (a forward but on the last stage, a backward but on the first) followed by one
+# that begins with a receive (a forward but on the first stage, a backward but on the last)
+grouped_sends() {
+    run prog "$P" $SMALL --show-schedule --schedule "$1" --stages "$2" --micro-batches "$3"
+    assert_success
+    awk -v n="$4" '/^stage [0-9]+:/ { s = $2 + 0; line[s] = $0; if (s + 1 > p) p = s + 1 }
+    END {
+        for (s = 0; s < p; s++) {
+            k = split(line[s], op, " "); c = 0
+            for (i = 3; i < k; i++) {
+                sends = substr(op[i], 1, 1) == "F" ? s < p - 1 : s > 0
+                receives = substr(op[i + 1], 1, 1) == "F" ? s > 0 : s < p - 1
+                c += sends && receives
+            }
+            printf "%s%d", (s ? "," : ""), c * n
+        }
+        print ""
+    }' <<<"$output"
+}
+
 # peak_slots SCHEDULE P M: "N0,N1,...", the micro-batches stage s of P holds at most: 1F1B min(P - s, M), GPipe M
 peak_slots() {
     local s
@@ -399,6 +427,33 @@ peak_slots() {
         assert_stages_match 4 "$m" "${DELAYS[k]}" --batches 4
         assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1|2|3|4"
     done
+}
+
+# bats test_tags=ranks,gpu
+@test "13 --p2p-group pairs: each send in one group with the receive after it, one communicator; the one-stage run's bits" {
+    need_nccl_gpu
+    # --warmup 1: the counts are the last run's, after the first has allocated every slot (an
+    # allocation ends an open group: it may wait for the GPU)
+    for pm in "2 4" "4 8"; do
+        read -r p m <<<"$pm"
+        b=$([ "$p" -eq 4 ] && echo "--batches 4")
+        # shellcheck disable=SC2086
+        assert_stages_match "$p" "$m" "" $b --warmup 1 --p2p-group pairs
+        f=$BATS_TEST_TMPDIR/r.json
+        assert_equal "$(json_get "$f" p2p_group)" pairs
+        n=$(json_get "$f" batches)
+        assert_equal "$(json_get "$f" 1f1b_p2p_pairs_per_stage)" "$(grouped_sends 1f1b "$p" "$m" "$n")"
+        assert_equal "$(json_get "$f" gpipe_p2p_pairs_per_stage)" "$(grouped_sends gpipe "$p" "$m" "$n")"
+    done
+    # the hand-overs held back, then the compute: a record before its group's end diverges here
+    assert_stages_match 2 4 "${DELAYS[1]}" --warmup 1 --p2p-group pairs
+    assert_stages_match 2 4 "${DELAYS[2]}" --warmup 1 --p2p-group pairs
+    # apart, the default: nothing grouped
+    run_ranks 2 d "$P" $SMALL13 --reps 1 --warmup 1
+    assert_success
+    f=$BATS_TEST_TMPDIR/d.json
+    assert_equal "$(json_get "$f" p2p_group)" none
+    assert_equal "$(json_get "$f" 1f1b_p2p_pairs_per_stage) $(json_get "$f" gpipe_p2p_pairs_per_stage)" "0,0 0,0"
 }
 
 # bats test_tags=ranks

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 3969868540)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 1677721021)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -70,7 +70,7 @@ static void setup(trainer *t, pipeline *pp, int stages, int micro_batches)
     // beside NCCL's kernels is not cut into a second, almost empty wave (notes/13)
     for (int k = 0; k < 2; k++) CUBLAS_CHECK(cublasSetSmCountTarget(t->model.handle[k], pp->sharing.gemm_sms));
     if (stages > 1) {
-        pp->ln = links_open(pp->dist, &t->dev, pp->sharing.link_ctas);
+        pp->ln = links_open(pp->dist, &t->dev, pp->sharing.link_ctas, pp->grouping);
         links_connect(pp, s);
     }
 }
@@ -161,6 +161,7 @@ typedef struct {
     int micro_batches;   // --micro-batches
     int showing;         // --show-schedule
     int post_recv;       // --post-recv
+    int grouping;        // --p2p-group
     sm_sharing sharing;  // --link-ctas, --gemm-sms
     dist_options dist;   // --rendezvous, --timeout-s
 } options;
@@ -196,6 +197,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
     o->micro_batches = 8;
     o->showing = 0;
     o->post_recv = POST_RECV_LATE;
+    o->grouping = P2P_APART;
     memset(&o->sharing, 0, sizeof o->sharing);
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
@@ -211,6 +213,9 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
     specs[n++] = arg_choice("post-recv", &o->post_recv, "early|late",
                             "a receive starts on the GPU as soon as its buffer is free, or once the compute stream "
                             "has done what comes before the work that reads it");
+    specs[n++] = arg_choice("p2p-group", &o->grouping, "none|pairs",
+                            "each send and receive on its own, a communicator per direction; or one communicator, "
+                            "each send in one NCCL group with the receive after it (Megatron-LM's way)");
     specs[n++] = arg_int("link-ctas", &o->sharing.link_ctas, 0, 64, "N",
                          "at most N CTAs (an SM each) per send or receive; 0: NCCL chooses");
     specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
@@ -263,6 +268,7 @@ int main(int argc, char **argv)
     parse_options(&d, argc, argv, &o, &pp);
     if (o.showing) return show_schedule(&o.train, (schedule_kind)o.first, o.stages, o.micro_batches);
     pp.post_recv = (recv_posting)o.post_recv;
+    pp.grouping = (p2p_grouping)o.grouping;
     pp.sharing = o.sharing;
     dist_configure(&d, o.dist.rendezvous, o.dist.timeout_s);
     train_options mine = o.train;

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 360877437)
+// STUDENT VERSION of solutions/13_pipeline_parallel/stages.cu, made by `make lessons` (checksum 4145650395)
 // Fill in its 1 TODO.
 // stages.cu (lesson 13): where a stage stands in the model, its forward and backward over
 // a micro-batch, the schedules (exercise 13-one-f-one-b), and the activation slots.
@@ -190,6 +190,7 @@ act_slot *pool_take(schedule_run *sched, int m)
                       "stage %d (%s): micro-batch %d finds no free activation slot although all %d "
                       "micro-batches of a batch already have one: a slot is never given back (exercise 13-slot-return)",
                       st->rank, SCHEDULE_NAMES[sched->kind], m, p->capacity);
+        links_group_close(sched->pp);           // an allocation may wait for the GPU: no send held back
         size_t before = device_bytes_in_use();  // measured by the allocator, not counted here
         slot_create(&p->slots[k], st->slot_floats);
         p->device_bytes += device_bytes_in_use() - before;

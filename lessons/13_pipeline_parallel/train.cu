@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/train.cu, made by `make lessons` (checksum 1380264145)
+// STUDENT VERSION of solutions/13_pipeline_parallel/train.cu, made by `make lessons` (checksum 1617434271)
 // Fill in its 4 TODOs.
 // train.cu (lesson 13): one micro-batch through this stage, forward and backward, with its
 // hand-overs (exercises 13-send-after-forward, 13-recv-wait, 13-accumulate, 13-slot-return);
@@ -89,7 +89,7 @@ static void send_activation(trainer *t, schedule_run *sched, act_slot *slot, int
     HAND_OVER(sched, ACT_SENT, m,
               ncclSend(layer_output(st, slot->d_act, st->last_layer), output_floats(&t->model.shape, st), ncclFloat,
                        st->rank + 1, up->comm, up->stream));
-    CUDA_CHECK(cudaEventRecord(slot->sent, up->stream));
+    hand_over_record(sched->pp, slot->sent, up->stream);  // --p2p-group pairs: once its group has ended
 }
 
 static void forward_micro_batch(trainer *t, schedule_run *sched, long i, int m)
@@ -137,7 +137,7 @@ static void send_error(trainer *t, schedule_run *sched, int k, int m)
     HAND_OVER(sched, ERROR_SENT, m,
               ncclSend(pp->d_error_out[k], input_floats(&t->model.shape, &pp->st), ncclFloat, pp->st.rank - 1,
                        down->comm, down->stream));
-    CUDA_CHECK(cudaEventRecord(pp->error_sent[k], down->stream));
+    hand_over_record(pp, pp->error_sent[k], down->stream);  // --p2p-group pairs: once its group has ended
 }
 
 static void backward_micro_batch(trainer *t, schedule_run *sched, long i, int m)
@@ -253,6 +253,13 @@ static void check_crossings(trainer *t, schedule_run *sched)
         }
 }
 
+// Whether a forward or backward on this stage hands nothing over before its receive: a
+// forward but on the first stage, a backward but on the last (--p2p-group pairs).
+static int begins_with_receive(const stage_shape *st, const step_op *op)
+{
+    return op->backward ? !stage_is_last(st) : !stage_is_first(st);
+}
+
 int train_loop(trainer *t, void *ctx)
 {
     schedule_run *sched = (schedule_run *)ctx;
@@ -264,16 +271,20 @@ int train_loop(trainer *t, void *ctx)
     memset(pp->h_parts, 0xFF, sizeof(float) * parts);
     CUDA_CHECK(cudaMemsetAsync(pp->d_parts, 0xFF, sizeof(float) * parts, t->compute_stream));
     memset(sched->crossed, 0, sizeof(long) * CROSSING_KINDS * (size_t)st->micro_batches);
+    sched->pairs = 0;
     for (long i = 0; i < n; i++) {
         dist_fault_inject(pp->dist, &pp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
         if (i >= 2) step_wait(t, pp, i - 2);  // two batches ahead at most: events and buffers stay in their rings
         for (int k = 0; k < sched->nops; k++) {
             const step_op *op = &sched->ops[k];
+            // --p2p-group pairs: the last send stays in its group only for a receive that comes first
+            if (!begins_with_receive(st, op)) links_group_close(pp);
             if (op->backward)
                 backward_micro_batch(t, sched, i, op->micro_batch);
             else
                 forward_micro_batch(t, sched, i, op->micro_batch);
         }
+        links_group_close(pp);
         finish_step(t, pp, i);
     }
     for (long j = n >= 2 ? n - 2 : 0; j < n; j++) step_wait(t, pp, j);

@@ -14,13 +14,19 @@
 // microseconds, four calls per micro-batch). What blocks is watched all the same: every
 // communicator the rank holds is in dist's watch (dist_split_ready adds it), so a connect or
 // a finalize that waits for a rank that has failed ends with the others' note or --timeout-s,
-// and an abort aborts the links with the parent.
-link_pair *links_open(dist_env *d, const device_info *dev, int link_ctas)
+// and an abort aborts the links with the parent. Under --p2p-group pairs both directions share
+// the forward link's communicator (Megatron-LM's one pipeline group), each keeping its stream.
+link_pair *links_open(dist_env *d, const device_info *dev, int link_ctas, p2p_grouping grouping)
 {
     static const char *const names[2] = {"the forward link", "the backward link"};
     link_pair *ln = (link_pair *)host_calloc(1, sizeof(link_pair), "the links");
     p2p_link *both[2] = {&ln->fwd, &ln->bwd};
     for (int k = 0; k < 2; k++) {
+        if (k == 1 && grouping == P2P_PAIRS) {
+            ln->bwd.comm = ln->fwd.comm;  // one communicator: a send and a receive in one group are one kernel
+            CUDA_CHECK(cudaStreamCreateWithPriority(&ln->bwd.stream, cudaStreamNonBlocking, dev->priority_greatest));
+            continue;
+        }
         ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
         config.blocking = 1;
         config.splitShare = 0;  // resources of its own: shared ones would order its calls after the other's
@@ -72,10 +78,55 @@ void links_connect(pipeline *pp, const mlp_shape *s)
 void links_close(pipeline *pp)
 {
     p2p_link *both[2] = {&pp->ln->fwd, &pp->ln->bwd};
+    if (pp->ln->bwd.comm == pp->ln->fwd.comm) pp->ln->bwd.comm = NULL;  // --p2p-group pairs: one, closed once
     for (int k = 0; k < 2; k++) {
-        dist_close(pp->dist, &both[k]->comm);
+        if (both[k]->comm) dist_close(pp->dist, &both[k]->comm);
         CUDA_CHECK(cudaStreamDestroy(both[k]->stream));
     }
     free(pp->ln);
     pp->ln = NULL;
+}
+
+// ----------------------------------------------------------------------------
+// --p2p-group pairs: a send and the receive after it in one group
+
+static int is_send(crossing kind) { return kind == ACT_SENT || kind == ERROR_SENT; }
+
+void links_group_close(pipeline *pp)
+{
+    if (!pp->group_open) return;
+    NCCL_CHECK(pp->dist, ncclGroupEnd());  // the send's kernel is queued only now
+    pp->group_open = 0;
+    if (pp->sent_event) CUDA_CHECK(cudaEventRecord(pp->sent_event, pp->sent_stream));
+    pp->sent_event = NULL;
+}
+
+// A send ends the group of an earlier send that found no receive, then opens its own; a receive
+// joins the open group, if any, and ends it: NCCL then queues one kernel doing both, which waits
+// for both streams (NCCL's "mixing multiple streams within the same group").
+void hand_over_begin(schedule_run *sched, crossing kind)
+{
+    pipeline *pp = sched->pp;
+    if (pp->grouping != P2P_PAIRS || !is_send(kind)) return;
+    links_group_close(pp);
+    NCCL_CHECK(pp->dist, ncclGroupStart());
+    pp->group_open = 1;
+}
+
+void hand_over_end(schedule_run *sched, crossing kind)
+{
+    pipeline *pp = sched->pp;
+    if (is_send(kind) || !pp->group_open) return;
+    sched->pairs++;
+    links_group_close(pp);
+}
+
+void hand_over_record(pipeline *pp, cudaEvent_t event, cudaStream_t stream)
+{
+    if (!pp->group_open) {
+        CUDA_CHECK(cudaEventRecord(event, stream));
+        return;
+    }
+    pp->sent_event = event;
+    pp->sent_stream = stream;
 }

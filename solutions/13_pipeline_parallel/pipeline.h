@@ -96,6 +96,13 @@ typedef struct {
 // only once the compute stream has finished what comes before the work that reads them.
 typedef enum { POST_RECV_EARLY, POST_RECV_LATE } recv_posting;
 
+// How a stage posts its hand-overs (--p2p-group): each send and receive on its own, activations
+// and errors on a communicator each; or Megatron-LM's way, one communicator for both directions,
+// each send posted in one ncclGroupStart/End with the receive that follows it in the stage's order
+// (send the activation and receive the error of a backward; send the error and receive the next
+// forward's activation): one NCCL kernel moves both (links.cu).
+typedef enum { P2P_APART, P2P_PAIRS } p2p_grouping;
+
 // How the stage shares its SMs between NCCL's kernels and the products (--link-ctas,
 // --gemm-sms; 0: NCCL's choice, every SM). links.cu and setup apply them; notes/13 measures them.
 typedef struct {
@@ -119,8 +126,12 @@ typedef struct {
     cudaEvent_t links_idle[2];         // the last hand-overs of a run have finished (forward, backward)
     float *d_losses, *h_losses;        // the run's losses, broadcast from the last stage
     cudaEvent_t losses_landed;
-    float *d_ref;      // the reference's activations: every layer, one micro-batch
-    dist_fault fault;  // --fail-rank, --fail-at-batch, --fail-how
+    float *d_ref;            // the reference's activations: every layer, one micro-batch
+    dist_fault fault;        // --fail-rank, --fail-at-batch, --fail-how
+    p2p_grouping grouping;   // --p2p-group
+    int group_open;          // P2P_PAIRS: a send is posted in a group not ended yet
+    cudaEvent_t sent_event;  // ... and the event to record behind it once the group has ended
+    cudaStream_t sent_stream;
 } pipeline;
 
 // One schedule, the loop's context: its order of operations on this stage, its pool, its counts.
@@ -139,6 +150,7 @@ typedef struct {
     int crossings_ok;  // in every run so far, each micro-batch crossed each boundary once each way
     char crossing_problem[160];
     long act_sent, error_sent;  // this stage's sends in the last run
+    long pairs;                 // P2P_PAIRS: the sends posted in one group with a receive, last run
 } schedule_run;
 
 typedef struct {
@@ -153,6 +165,7 @@ typedef struct {
     uint64_t act_sent[2], error_sent[2];
     uint64_t slot_bytes;
     uint64_t act_device_bytes[2];  // per schedule: device memory its slots took, measured
+    uint64_t p2p_pairs[2];         // per schedule: sends grouped with a receive (--p2p-group pairs), last run
     double forward_ms, backward_ms, update_ms;
 } stage_report;
 
@@ -185,10 +198,13 @@ static inline size_t output_floats(const mlp_shape *s, const stage_shape *st)
 // the links (links.cu)
 
 // One hand-over between two stages: the NCCL call, checked, then counted per micro-batch and
-// kind, so that each run can check that every micro-batch crossed once each way.
+// kind, so that each run can check that every micro-batch crossed once each way. Under
+// --p2p-group pairs a send opens a group and the receive after it ends it (links.cu).
 #define HAND_OVER(sched, kind, m, call)                                        \
     do {                                                                       \
+        hand_over_begin((sched), (kind));                                      \
         NCCL_CHECK((sched)->pp->dist, call);                                   \
+        hand_over_end((sched), (kind));                                        \
         (sched)->crossed[(int)(kind) * (sched)->pp->st.micro_batches + (m)]++; \
     } while (0)
 
@@ -206,7 +222,17 @@ act_slot *pool_take(schedule_run *sched, int m);
 void pool_return(schedule_run *sched, int m);
 
 // links.cu
-link_pair *links_open(dist_env *d, const device_info *dev, int link_ctas);
+link_pair *links_open(dist_env *d, const device_info *dev, int link_ctas, p2p_grouping grouping);
+// Around each hand-over's NCCL call (HAND_OVER): nothing apart; under --p2p-group pairs a send
+// ends any group still open and opens one, and a receive ends the open group it joined.
+void hand_over_begin(schedule_run *sched, crossing kind);
+void hand_over_end(schedule_run *sched, crossing kind);
+// After a send: record `event` on `stream` behind it; inside an open group, once the group has
+// ended (an event recorded before ncclGroupEnd would come before the send's kernel).
+void hand_over_record(pipeline *pp, cudaEvent_t event, cudaStream_t stream);
+// Ends the open group, if any, and records what waits for it: before work that does not begin
+// with a receive, before a hidden synchronisation (an allocation), at the end of the batch.
+void links_group_close(pipeline *pp);
 void links_connect(pipeline *pp, const mlp_shape *s);
 void links_close(pipeline *pp);
 

@@ -64,7 +64,7 @@ static void layer_checksums(trainer *t, uint64_t *sums)
     free(h);
 }
 
-typedef enum { PEAK_SLOTS, PEAK_BYTES, FORWARD_MS, BACKWARD_MS, UPDATE_MS } stage_figure;
+typedef enum { PEAK_SLOTS, PEAK_BYTES, GROUPED_SENDS, FORWARD_MS, BACKWARD_MS, UPDATE_MS } stage_figure;
 
 // "a,b,c": one figure per stage (the peaks of schedule `which`).
 static void per_stage(const stage_report *all, int stages, schedule_kind which, stage_figure f, char *out, size_t size)
@@ -73,12 +73,13 @@ static void per_stage(const stage_report *all, int stages, schedule_kind which, 
     out[0] = '\0';
     for (int r = 0; r < stages && at < size; r++) {
         const stage_report *x = &all[r];
-        double v = f == PEAK_SLOTS    ? (double)x->peak_slots[which]
-                   : f == PEAK_BYTES  ? (double)x->act_device_bytes[which]
-                   : f == FORWARD_MS  ? x->forward_ms
-                   : f == BACKWARD_MS ? x->backward_ms
-                                      : x->update_ms;
-        at += (size_t)snprintf(out + at, size - at, f <= PEAK_BYTES ? "%s%.0f" : "%s%.4f", r ? "," : "", v);
+        double v = f == PEAK_SLOTS      ? (double)x->peak_slots[which]
+                   : f == PEAK_BYTES    ? (double)x->act_device_bytes[which]
+                   : f == GROUPED_SENDS ? (double)x->p2p_pairs[which]
+                   : f == FORWARD_MS    ? x->forward_ms
+                   : f == BACKWARD_MS   ? x->backward_ms
+                                        : x->update_ms;
+        at += (size_t)snprintf(out + at, size - at, f <= GROUPED_SENDS ? "%s%.0f" : "%s%.4f", r ? "," : "", v);
     }
 }
 
@@ -172,6 +173,12 @@ static void print_report(FILE *out, const dist_env *d, const stage_shape *st, co
                 SCHEDULE_NAMES[which], x->step_ms[k], x->step_ms[k] / g->predicted,
                 100 * (1 - g->ideal / x->step_ms[k]), not_perf, slots);
     }
+    if (runs[0]->pp->grouping == P2P_PAIRS)
+        for (int k = 0; k < 2; k++) {
+            per_stage(all, p, runs[k]->kind, GROUPED_SENDS, slots, sizeof slots);
+            fprintf(out, "  %-5s sends grouped with a receive (--p2p-group pairs), last run, per stage: %s\n",
+                    SCHEDULE_NAMES[runs[k]->kind], slots);
+        }
     fprintf(out, "  crossings per run: %ld activations, %ld errors (%ld each expected): %s\n", g->act, g->error,
             g->expected, g->once ? "every micro-batch once each way" : "NOT once each way");
     fprintf(out, "  every stage's own checks passed: %s\n", g->verified ? "yes" : "NO");
@@ -190,6 +197,7 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
     json_int(js, "micro_batch", st->cols);
     json_str(js, "schedule", SCHEDULE_NAMES[first]);
     json_str(js, "post_recv", pp->post_recv == POST_RECV_LATE ? "late" : "early");
+    json_str(js, "p2p_group", pp->grouping == P2P_PAIRS ? "pairs" : "none");
     json_int(js, "link_ctas", pp->sharing.link_ctas);
     json_int(js, "gemm_sms", pp->sharing.gemm_sms);
     json_per_stage(js, "stage_forward_ms", all, p, first, FORWARD_MS);
@@ -215,6 +223,7 @@ static void write_report(json_writer *js, const dist_env *d, const stage_shape *
         json_int(js, KEY("peak_act_bytes"), (long long)most_bytes);
         json_per_stage(js, KEY("peak_slots_per_stage"), all, p, which, PEAK_SLOTS);
         json_per_stage(js, KEY("peak_act_bytes_per_stage"), all, p, which, PEAK_BYTES);
+        json_per_stage(js, KEY("p2p_pairs_per_stage"), all, p, which, GROUPED_SENDS);
 #undef KEY
     }
     json_int(js, "act_crossings", g->act);
@@ -246,6 +255,7 @@ int stages_agree(trainer *t, pipeline *pp, schedule_run *runs[2], const part_tim
         mine.crossings_ok[sched->kind] = (uint64_t)sched->crossings_ok;
         mine.act_sent[sched->kind] = (uint64_t)sched->act_sent;
         mine.error_sent[sched->kind] = (uint64_t)sched->error_sent;
+        mine.p2p_pairs[sched->kind] = (uint64_t)sched->pairs;
         if (!sched->crossings_ok) fprintf(out ? out : stderr, "%s: crossings: %s\n", d->name, sched->crossing_problem);
     }
     mine.slot_bytes = sizeof(float) * st->slot_floats;
