@@ -132,6 +132,44 @@ course_ranks() {
     [ -z "$(ls -A "$d" | grep -E '^(failed|nccl-id)\.')" ] || fail "files left in the folder: $(ls -A "$d")"
 }
 
+# default OPTION: the default a --help text (on stdin) gives OPTION
+default() {
+    sed -n "s/^  --$1 .*default \([^)]*\))\$/\1/p"
+}
+
+@test "12 its peer, tools/ddp-peer.py: it compiles, has 12's defaults, says what matches, refuses a bad value with one line" {
+    need_nccl
+    command -v python3 >/dev/null || skip "python3 is not installed (the peer alone needs it)"
+    run env PYTHONPYCACHEPREFIX="$BATS_TEST_TMPDIR/pyc" python3 -m py_compile "$ROOT/tools/ddp-peer.py"
+    assert_success
+    run prog "$P" --help
+    assert_success
+    twelve=$output
+    run python3 "$ROOT/tools/ddp-peer.py" --help
+    assert_success
+    assert_output --partial "What matches lesson 12"
+    assert_output --partial "What cannot match"
+    # 12's model, rate and buckets; its batch of one rank is the peer's shard (the hidden layers follow
+    # tools/bench's GPU-bound shape, --layers 4)
+    for o in in hidden out lr bucket-mib; do
+        assert_equal "$(default "$o" <<<"$output")" "$(default "$o" <<<"$twelve")"
+    done
+    assert_equal "$(default shard <<<"$output")" "$(default batch <<<"$twelve")"
+    assert_equal "$(default layers <<<"$output")" 4
+    for args in "--batches 0" "--rounds 51" "--warmup -1" "--bucket-mib 0" "--lr nan" "--layers 9" "--hidden x" "--bogus"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr python3 "$ROOT/tools/ddp-peer.py" $args
+        [ "$status" -eq 2 ] || fail "ddp-peer.py $args: exit code $status, expected 2: $stderr"
+        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "ddp-peer.py $args: expected one line, got: $stderr"
+        [[ "$stderr" == "ddp-peer.py: "* ]] || fail "ddp-peer.py $args: $stderr"
+    done
+    if ! python3 -c 'import torch' 2>/dev/null; then  # here: it says so, one line, exit code 1
+        run --separate-stderr python3 "$ROOT/tools/ddp-peer.py" --batches 1
+        assert_equal "$status" 1
+        [[ "$stderr" == "ddp-peer.py: PyTorch is not installed"* ]] || fail "$stderr"
+    fi
+}
+
 @test "12 without a GPU says so and exits with code 3, on one rank or two" {
     need_nccl
     check_no_gpu_exit "$P" $SMALL
@@ -558,6 +596,45 @@ first_bucket_early() {
     assert_equal "$status" 1
     [[ "$stderr" == *"did not appear in $rv/nccl-id.job9 within 3 s (an id of an earlier run, or dated in the future, is there and was skipped)"* ]] ||
         fail "got: $stderr"
+}
+
+# bats test_tags=gpu,ranks
+@test "12 under torchrun --standalone --no-python, two ranks: verified, the bits of tools/launch (losses, every rank's weights)" {
+    need_nccl_gpu
+    command -v torchrun >/dev/null || skip "torchrun is not installed (PyTorch's launcher: pip install torch)"
+    export NCCL_ALGO=Ring NCCL_PROTO=Simple  # nothing but the launcher varies between the two runs
+    run_ranks 2 launched "$P" $SMALL12
+    assert_success
+    want=$(bits_of "$BATS_TEST_TMPDIR/launched.json" weights_checksums)
+    # torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and TORCHELASTIC_RUN_ID (the run's id,
+    # common/dist_env.c); the NCCL id goes through the rendezvous folder, as under tools/launch
+    rv=$BATS_TEST_TMPDIR/rv
+    mkdir -m 700 "$rv"
+    node=()
+    if [ "${GPUS:-0}" -lt 2 ]; then
+        # one GPU: torchrun's two processes would share it, which NCCL refuses on one host ("Duplicate
+        # GPU detected"); each made a node of its own, as tools/launch --simulate-nodes does
+        cat >"$BATS_TEST_TMPDIR/node" <<'EOF'
+#!/usr/bin/env bash
+export LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 NCCL_HOSTID="torchrun-${TORCHELASTIC_RUN_ID:-run}-node$RANK" \
+    NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 SIMULATED_NODES=1
+exec "$@"
+EOF
+        chmod +x "$BATS_TEST_TMPDIR/node"
+        node=("$BATS_TEST_TMPDIR/node")
+    fi
+    # shellcheck disable=SC2086
+    run --separate-stderr env RENDEZVOUS_DIR="$rv" "$ROOT/tests/timed" "$CHECK_TIMEOUT" torchrun --standalone --no-python \
+        --nproc-per-node 2 "${node[@]}" "$BIN/$P" $SMALL12 --json
+    [ "$status" -eq 0 ] || fail "torchrun: exit code $status: $(tail -n 5 <<<"$stderr")"
+    # rank 0's JSON alone on stdout (torchrun's own lines go to stderr)
+    f=$BATS_TEST_TMPDIR/torchrun.json
+    printf '%s\n' "$output" >"$f"
+    jq -e . "$f" >/dev/null || fail "torchrun's stdout is not rank 0's JSON: $output"
+    assert_equal "$(json_get "$f" world_size) $(json_get "$f" launcher)" "2 tools/launch or torchrun"
+    assert_equal "$(json_get "$f" matches_reference) $(json_get "$f" ranks_identical)" "true true"
+    assert_equal "$(json_get "$f" simulated_nodes)" "$(json_get "$BATS_TEST_TMPDIR/launched.json" simulated_nodes)"
+    assert_equal "$(bits_of "$f" weights_checksums)" "$want"
 }
 
 # bats test_tags=ranks,gpu
