@@ -152,6 +152,53 @@ stand_in() {
     [ -z "$(find "$ROOT/notes" -newer "$BATS_TEST_TMPDIR/before")" ] || fail "it wrote into notes/"
 }
 
+@test "tools: levers' parts of issue 37 on stand-in programs: every variant run with its options and environment, every row reported" {
+    b=$BATS_TEST_TMPDIR/build o=$BATS_TEST_TMPDIR/levers
+    mkdir -p "$b/solutions" "$b/tools"
+    # a stand-in for 12, 13 and 15 (and sm-share): rank 0 prints its arguments and NCCL_* environment
+    # as its JSON, with a figure or two
+    cat >"$b/solutions/stand-in" <<'EOF'
+#!/usr/bin/env bash
+[ "${RANK:-0}" = 0 ] || exit 0
+env | grep '^NCCL_' | sort | paste -sd ' ' - | jq -R --arg a "$*" '{args: $a, nccl_env: ., nccl_version: "0.0.0-stand-in",
+    graph_step_ms: 2, eager_step_ms: 3, speedup: 1.5, prioritized_step_ms: 2.2, graph_alloc_nodes: 0,
+    "1f1b_step_ms": 4, gpipe_step_ms: 5, predicted_step_ms: 4, "1f1b_step_over_predicted": 1,
+    gpipe_step_over_predicted: 1.25, "1f1b_p2p_pairs_per_stage": "7,7", buckets_step_ms: 1}'
+EOF
+    chmod +x "$b/solutions/stand-in"
+    for p in 12_data_parallel_overlap 13_pipeline_parallel 15_graph_data_parallel; do
+        ln -s stand-in "$b/solutions/$p"
+    done
+    ln -s ../solutions/stand-in "$b/tools/sm-share"
+    ln -s "$TOOLS/tracestat" "$b/tools/tracestat"
+    printf '#!/bin/sh\n[ "${1:-}" = --count ] && { echo 1; exit 0; }\necho gpus=1\n' >"$b/tools/gpu-probe"
+    chmod +x "$b/tools/gpu-probe"
+    run --separate-stderr env COURSE_BIN="$b/solutions" LEVERS_ONLY="peer 15 13p2p" "$ROOT/tests/timed" 120 \
+        "$ROOT/tools/levers" --rounds 1 --out "$o"
+    assert_success
+    # each variant once, its options given, its NAME=VALUE words in its ranks' environment alone
+    assert_equal "$(jq -r .args "$o/r1_15library.json")" \
+        "--hidden 512 --layers 4 --prep-work 0 --batch 1024 --batches 8 --reps 3 --warmup 1 --capture-workspace library --json --timeout-s 60"
+    [[ "$(jq -r .nccl_env "$o/r1_15nomix.json")" == *NCCL_GRAPH_MIXING_SUPPORT=0* ]] || fail "nomix: $(cat "$o/r1_15nomix.json")"
+    [[ "$(jq -r .nccl_env "$o/r1_15default.json")" != *NCCL_GRAPH* ]] || fail "default: $(cat "$o/r1_15default.json")"
+    [[ "$(jq -r .args "$o/r1_15noupload0.json")" == *"--warmup 0 --no-upload --json"* ]] || fail "noupload0"
+    [[ "$(jq -r .nccl_env "$o/r1_13pmax2.json")" == *NCCL_MAX_P2P_NCHANNELS=2* ]] || fail "max2: $(cat "$o/r1_13pmax2.json")"
+    [[ "$(jq -r .args "$o/r1_13ppairs.json")" == *"--micro-batches 4 --post-recv late --p2p-group pairs --json"* ]] ||
+        fail "pairs: $(jq -r .args "$o/r1_13ppairs.json")"
+    # the peer: 12's runs of the round made for it, DDP itself not on one GPU, and the report says why
+    [ -s "$o/r1_12one.json" ] && [ -s "$o/r1_12default.json" ] || fail "12's runs for the peer: $(ls "$o")"
+    [ ! -e "$o/r1_ddp.json" ] || fail "the peer ran on one GPU"
+    run cat "$o/levers.md"
+    assert_output --partial "The peer was not run: one GPU: the peer's two ranks would share it, which NCCL refuses."
+    for v in default library nomix noreg upload0 noupload0 snomix; do
+        assert_output --partial "| ${v} (\`"
+    done
+    assert_output --partial "| small | sdefault (its shape's defaults) |"
+    assert_output --partial "| nomix (\`NCCL_GRAPH_MIXING_SUPPORT=0\`) | 2.000 [2.000 - 2.000] | 3.000 [3.000 - 3.000] | 1.500 [1.500 - 1.500] |"
+    assert_output --partial "| pairs (\`--post-recv late --p2p-group pairs\`) | 4.000 [4.000 - 4.000] | 5.000 [5.000 - 5.000] |"
+    refute_output --partial "## 1."  # the parts not asked for are not reported
+}
+
 # ----------------------------------------------------------------------------
 # tools/launch: signals, and what it refuses
 
