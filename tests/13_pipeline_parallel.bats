@@ -188,6 +188,23 @@ schedule_bubble() {
     done
 }
 
+@test "13 --p2p-group pairs on paper: on one communicator, every order of 2-4 stages and 1-16 micro-batches ends; 1F1B ungrouped deadlocks" {
+    need_nccl
+    for schedule in 1f1b gpipe; do
+        for p in 2 3 4; do
+            for m in 1 2 4 8 16; do
+                run prog "$P" $SMALL --layers 3 --show-schedule --schedule "$schedule" --stages "$p" --micro-batches "$m"
+                assert_success
+                assert_equal "$schedule $p $m: $(p2p_model pairs <<<"$output")" "$schedule $p $m: ends"
+                # the model can fail: the cycle "Deadlock freedom" describes (notes/13), one call at a time
+                if [ "$schedule" = 1f1b ] && [ "$m" -ge 2 ]; then
+                    assert_equal "$schedule $p $m apart: $(p2p_model apart <<<"$output")" "$schedule $p $m apart: deadlock"
+                fi
+            done
+        done
+    done
+}
+
 @test "13 tracestat: compute_busy leaves NCCL's kernels out (a stage's bubble), per process in a merged trace" {
     # two hand-made stage traces; stage 1's clock starts 100 us after stage 0's
     for r in 0 1; do
@@ -374,6 +391,59 @@ grouped_sends() {
         }
         print ""
     }' <<<"$output"
+}
+
+# p2p_model MODE: for the lines "stage S: F0 F1 B0 ..." (--show-schedule), two batches of every
+# stage's hand-overs on ONE communicator per rank, whose calls NCCL runs in one queue, group after
+# group; a call ends once it meets its peer's matching call in the peer's current group (a send
+# completes only with its receive). MODE pairs: each send in one group with the receive after it
+# (--p2p-group pairs); apart: every call alone. "ends", or "deadlock" when no queue can move.
+p2p_model() {
+    awk -v mode="$1" '
+        function add(s, kind, peer, tag) { k = ++n[s, G[s]]; K[s, G[s], k] = kind; P[s, G[s], k] = peer; T[s, G[s], k] = tag }
+        function close_group(s) { if (open[s]) { G[s]++; open[s] = 0 } }
+        /^stage [0-9]+:/ { s = $2 + 0; line[s] = $0; if (s + 1 > p) p = s + 1 }
+        END {
+            for (s = 0; s < p; s++) {
+                G[s] = 0; open[s] = 0; m = split(line[s], op, " ")
+                for (b = 0; b < 2; b++) {
+                    for (i = 3; i <= m; i++) {
+                        f = substr(op[i], 1, 1) == "F"; mb = substr(op[i], 2)
+                        begins = f ? s > 0 : s < p - 1
+                        if (!begins || mode == "apart") close_group(s)
+                        if (begins) { add(s, "R", f ? s - 1 : s + 1, (f ? "a" : "e") b ":" mb); if (open[s]) close_group(s); else G[s]++ }
+                        if (f ? s < p - 1 : s > 0) { close_group(s); add(s, "S", f ? s + 1 : s - 1, (f ? "a" : "e") b ":" mb); open[s] = 1 }
+                    }
+                    close_group(s)
+                }
+            }
+            for (s = 0; s < p; s++) cur[s] = 0
+            while (1) {
+                moved = 0; finished = 1
+                for (s = 0; s < p; s++) {
+                    if (cur[s] >= G[s]) continue
+                    finished = 0; g = cur[s]
+                    for (i = 1; i <= n[s, g]; i++) {
+                        if ((s, g, i) in done) continue
+                        q = P[s, g, i]; h = cur[q]
+                        if (h >= G[q]) continue
+                        for (j = 1; j <= n[q, h]; j++)
+                            if (!((q, h, j) in done) && P[q, h, j] == s && T[q, h, j] == T[s, g, i] && K[q, h, j] != K[s, g, i]) {
+                                done[s, g, i] = 1; done[q, h, j] = 1; moved = 1; break
+                            }
+                    }
+                }
+                for (s = 0; s < p; s++) {
+                    if (cur[s] >= G[s]) continue
+                    all = 1
+                    for (i = 1; i <= n[s, cur[s]]; i++) if (!((s, cur[s], i) in done)) all = 0
+                    if (all) { cur[s]++; moved = 1 }
+                }
+                if (finished) { print "ends"; exit }
+                if (!moved) { print "deadlock"; exit }
+            }
+        }
+    '
 }
 
 # peak_slots SCHEDULE P M: "N0,N1,...", the micro-batches stage s of P holds at most: 1F1B min(P - s, M), GPipe M
