@@ -199,6 +199,46 @@ EOF
     refute_output --partial "## 1."  # the parts not asked for are not reported
 }
 
+# default OPTION: the default a --help text (on stdin) gives OPTION
+default() {
+    sed -n "s/^  --$1 .*default \([^)]*\))\$/\1/p"
+}
+
+@test "tools: ddp-peer.py, lesson 12's peer: it compiles, has 12's defaults, says what matches, refuses a bad value with one line" {
+    detect_nccl 12_data_parallel_overlap
+    need_nccl
+    P=12_data_parallel_overlap
+    command -v python3 >/dev/null || skip "python3 is not installed (the peer alone needs it)"
+    run env PYTHONPYCACHEPREFIX="$BATS_TEST_TMPDIR/pyc" python3 -m py_compile "$ROOT/tools/ddp-peer.py"
+    assert_success
+    run prog "$P" --help
+    assert_success
+    twelve=$output
+    run python3 "$ROOT/tools/ddp-peer.py" --help
+    assert_success
+    assert_output --partial "What matches lesson 12"
+    assert_output --partial "What cannot match"
+    # 12's model, rate and buckets; its batch of one rank is the peer's shard (the hidden layers follow
+    # tools/bench's GPU-bound shape, --layers 4)
+    for o in in hidden out lr bucket-mib; do
+        assert_equal "$(default "$o" <<<"$output")" "$(default "$o" <<<"$twelve")"
+    done
+    assert_equal "$(default shard <<<"$output")" "$(default batch <<<"$twelve")"
+    assert_equal "$(default layers <<<"$output")" 4
+    for args in "--batches 0" "--rounds 51" "--warmup -1" "--bucket-mib 0" "--lr nan" "--layers 9" "--hidden x" "--bogus"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr python3 "$ROOT/tools/ddp-peer.py" $args
+        [ "$status" -eq 2 ] || fail "ddp-peer.py $args: exit code $status, expected 2: $stderr"
+        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "ddp-peer.py $args: expected one line, got: $stderr"
+        [[ "$stderr" == "ddp-peer.py: "* ]] || fail "ddp-peer.py $args: $stderr"
+    done
+    if ! python3 -c 'import torch' 2>/dev/null; then  # here: it says so, one line, exit code 1
+        run --separate-stderr python3 "$ROOT/tools/ddp-peer.py" --batches 1
+        assert_equal "$status" 1
+        [[ "$stderr" == "ddp-peer.py: PyTorch is not installed"* ]] || fail "$stderr"
+    fi
+}
+
 # ----------------------------------------------------------------------------
 # tools/launch: signals, and what it refuses
 
