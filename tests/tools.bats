@@ -443,6 +443,72 @@ scripts() {
     done
 }
 
+# The options of the scripts of tools/ that take a value: a tool's name, then its options (two names
+# of one option joined by |: its message may give either). A check below holds this table to the
+# scripts (every option whose branch shifts two arguments is here); the C tools' options are read
+# from their --help (those shown with a value, e.g. --window PHASE).
+VALUE_OPTIONS='
+bats-pool --out --jobs --filter-tags
+dev-check --build --lesson
+gen-lesson --only
+grade --student --lesson --lessons --build --ref-build --out --name --from-tap --tags --timeouts
+grade-class --time-limit --out --build --lessons
+launch -n|--nproc --rendezvous --run-id --nodes --node-rank --restarts --grace-s
+levers --rounds --out --budget-s
+make-handout --lessons --out --name --arch --ref-build
+multi-gpu-figures --out --img --rounds
+'
+
+# shifted_options SCRIPT: the options of SCRIPT's case branches that shift two arguments
+shifted_options() {
+    awk '/^[ \t]+-[-A-Za-z0-9]+( \| -[-A-Za-z0-9]+)*\)/ { label = $0; sub(/^[ \t]+/, "", label); sub(/\).*$/, "", label)
+                                                         gsub(/ \| /, " ", label) }
+         /shift 2/ && label != "" { print label; label = "" }
+         /;;/ { label = "" }' "$1" | tr ' ' '\n'
+}
+
+@test "tools: every option that takes a value, given last without it: exit code 2 and one line naming it, within 10 s" {
+    mkdir "$BATS_TEST_TMPDIR/cwd"
+    cd "$BATS_TEST_TMPDIR/cwd"
+    cases=()
+    while read -r name options; do
+        [ -n "$name" ] || continue
+        for o in $options; do
+            for alias in ${o//|/ }; do cases+=("$ROOT/tools/$name $alias $o"); done
+        done
+    done <<<"$VALUE_OPTIONS"
+    for src in "$ROOT"/tools/*.c "$ROOT"/tools/*.cu; do
+        t=$TOOLS/$(basename "${src%.*}")
+        [ -x "$t" ] || fail "$t is not built (run make)"
+        for o in $("$t" --help | sed -n 's/^  \(--[a-z-]*\) [A-Z].*/\1/p'); do cases+=("$t $o $o"); done
+    done
+    [ "${#cases[@]}" -gt 40 ] || fail "only ${#cases[@]} options found"
+    for c in "${cases[@]}"; do
+        read -r t o names <<<"$c"
+        run --separate-stderr timeout 10 "$t" "$o"
+        [ "$status" -eq 2 ] || fail "${t##*/} $o: exit code $status, expected 2 (124: it ran until killed)"
+        [ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "${t##*/} $o: expected one line on stderr, got: $stderr"
+        [[ "$stderr" == "${t##*/}: "* ]] || fail "${t##*/} $o: the line does not name the tool: $stderr"
+        named=0
+        for n in ${names//|/ }; do [[ "$stderr" =~ (^|[^-a-z])$n([^-a-z]|$) ]] && named=1; done
+        [ "$named" -eq 1 ] || fail "${t##*/} $o: the line does not name the option: $stderr"
+    done
+    [ -z "$(ls -A)" ] || fail "a refused option wrote here: $(ls -A)"
+}
+
+@test "tools: the table of options that take a value holds every such option of every script" {
+    while read -r t; do
+        name=$(basename "$t")
+        listed=" $(awk -v n="$name" '$1 == n { $1 = ""; print }' <<<"$VALUE_OPTIONS" | tr '|' ' ') "
+        for o in $(shifted_options "$t"); do
+            [[ "$listed" == *" $o "* ]] || fail "$name $o takes a value but is not in VALUE_OPTIONS"
+        done
+    done < <(scripts)
+    # the reader of the scripts finds what it must: grade's --lesson, launch's -n and --nproc
+    assert_equal "$(shifted_options "$ROOT/tools/launch" | head -n 2 | tr '\n' ' ')" "-n --nproc "
+    shifted_options "$ROOT/tools/grade" | grep -qx -- --lesson || fail "grade --lesson not found"
+}
+
 @test "tools: the host-only tools' --help lists their exit codes without 'no usable GPU', every default inside its range" {
     for t in tracestat checkpoint-report flight-report; do
         [ -x "$TOOLS/$t" ] || fail "$TOOLS/$t is not built (run make)"
