@@ -443,6 +443,83 @@ scripts() {
     done
 }
 
+# plant DIR: DIR/planted.bats, whose checks leave processes behind (their ids in $PIDS): one holding
+# bats's output (its fd 3) as every background process of a check does, one holding it as its
+# stdout, one holding nothing, and one that empties BATS_TEST_TIMEOUT inside the check: bats 1.8.2
+# then never ends its countdown (a subshell and its sleep, holding bats's output: what held the
+# suite 14 minutes on four H200, 2026-11-27, from tests/handout.bats). One check fails. Each
+# check writes when it ended into $PIDS.ends.
+plant() {
+    # (@test written as TEST: bats would read an @test line of this file as one of its own)
+    sed 's/^TEST /@test /' >"$1/planted.bats" <<'EOF'
+teardown() {
+    date +%s >>"$PIDS.ends"
+}
+TEST "planted: leaves a sleep behind" {
+    sleep 300 &
+    echo $! >>"$PIDS"
+}
+TEST "planted: leaves a child holding its stdout" {
+    sleep 300 >&3 3>&- &
+    echo $! >>"$PIDS"
+}
+TEST "planted: leaves a sleep that holds nothing" {
+    sleep 300 >/dev/null 2>&1 3>&- 4>&- &
+    echo $! >>"$PIDS"
+}
+TEST "planted: empties its BATS_TEST_TIMEOUT, leaving bats's countdown behind" {
+    if [ -n "${BATS_killer_pid:-}" ]; then  # bats's countdown (a local of its caller): it and its sleep
+        echo "$BATS_killer_pid" >>"$PIDS"
+        pgrep -P "$BATS_killer_pid" >>"$PIDS"
+    fi
+    export BATS_TEST_TIMEOUT=
+}
+TEST "planted: fails, saying its BATS_TEST_TIMEOUT" {
+    echo "[${BATS_TEST_TIMEOUT-unset}]" >"$PIDS.timeout"
+    false
+}
+TEST "planted: passes" {
+    true
+}
+EOF
+}
+
+# assert_ended_soon: the run ended (now) within 15 s of the end of its last check ($PIDS.ends),
+# and every process its checks left behind ($PIDS) is gone within seconds
+assert_ended_soon() {
+    local last p k
+    last=$(sort -n "$PIDS.ends" | tail -n 1)
+    assert_num "$(($(date +%s) - last))" "<" 15 "seconds from the last check's end to the run's (the leftovers sleep 300)"
+    for p in $(cat "$PIDS"); do
+        for ((k = 0; k < 50; k++)); do
+            case $(ps -o stat= -p "$p" 2>/dev/null) in "" | Z*) break ;; esac
+            sleep 0.1
+        done
+        [ "$k" -lt 50 ] || fail "a process a check left behind is still there: $(ps -o pid=,cmd= -p "$p")"
+    done
+}
+
+@test "tools: checks that leave processes behind keep neither bats-pool nor run-tests waiting, and none of them is left" {
+    plant "$BATS_TEST_TMPDIR"
+    export PIDS=$BATS_TEST_TMPDIR/pids
+    # a run of its own (not inside a check), each check with a BATS_TEST_TIMEOUT
+    run --separate-stderr env -u BATS_TEST_NAME BATS_TEST_TIMEOUT=300 timeout 60 "$ROOT/tools/bats-pool" \
+        --out "$BATS_TEST_TMPDIR/pool" "$BATS_TEST_TMPDIR/planted.bats"
+    assert_equal "$status" 1  # the failing check, not a time limit (124)
+    assert_ended_soon
+    assert_equal "$(grep -c '^ok ' "$BATS_TEST_TMPDIR/pool/planted.tap")" 5
+    assert_equal "$(grep -c '^not ok 5 planted: fails' "$BATS_TEST_TMPDIR/pool/planted.tap")" 1
+    assert_equal "$(cat "$PIDS.timeout")" "[300]"
+    assert_equal "$(grep -c . "$PIDS")" 5  # the countdown and its sleep among them
+    # inside a check (this one), run-tests: its checks have no BATS_TEST_TIMEOUT of their own
+    rm -f "$PIDS" "$PIDS.ends"
+    run --separate-stderr env TAP_OUT="$BATS_TEST_TMPDIR/t.tap" timeout 60 "$ROOT/tools/run-tests" "$BATS_TEST_TMPDIR/planted.bats"
+    assert_equal "$status" 1
+    assert_ended_soon
+    assert_equal "${lines[-1]}" "5 passed, 1 failed, 0 skipped"
+    assert_equal "$(cat "$PIDS.timeout")" "[]"
+}
+
 # The options of the scripts of tools/ that take a value: a tool's name, then its options (two names
 # of one option joined by |: its message may give either). A check below holds this table to the
 # scripts (every option whose branch shifts two arguments is here); the C tools' options are read
