@@ -520,16 +520,144 @@ assert_ended_soon() {
     assert_equal "$(cat "$PIDS.timeout")" "[]"
 }
 
+# fake_build DIR GPUS: a build folder whose gpu-probe counts GPUS (and has nothing else)
+fake_build() {
+    mkdir -p "$1/tools"
+    printf '#!/bin/sh\n[ "${1:-}" = --count ] && { echo %s; exit 0; }\necho gpus=%s\n[ %s -gt 0 ] || { echo why=a stand-in; exit 3; }\n' \
+        "$2" "$2" "$2" >"$1/tools/gpu-probe"
+    chmod +x "$1/tools/gpu-probe"
+}
+
+@test "tools: dev-check --lanes --plan: a lane per GPU that gpu-probe counts, every lesson once, then the checks of speed; nothing run" {
+    b=$BATS_TEST_TMPDIR/b
+    lessons=$(cd "$ROOT/tests" && ls [0-9][0-9]_*.bats | cut -c1-2 | grep -v 00 | tr '\n' ' ')
+    speed=$(grep -l '^# bats test_tags=.*\bspeed\b' "$ROOT"/tests/[0-9][0-9]_*.bats | xargs -n 1 basename | cut -c1-2 | tr '\n' ' ')
+    [ -n "$speed" ] || fail "no lesson has a check of speed"
+    fake_build "$b" 4
+    run --separate-stderr env -u CUDA_VISIBLE_DEVICES "$ROOT/tools/dev-check" --lanes --plan --build "$b"
+    assert_success
+    assert_equal "${#lines[@]}" 3
+    assert_line --index 0 "lanes: 4 GPUs (counted by $b/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=0, 1, 2, 3"
+    [[ "${lines[1]}" == "lanes: side by side, the heaviest first, each on the next free GPU: "* ]] || fail "${lines[1]}"
+    assert_equal "$(tr ' ' '\n' <<<"${lines[1]##*: }" | sort | tr '\n' ' ')" "$lessons"
+    assert_line --index 2 "lanes: then, with all 4 GPUs visible, the checks of speed of ${speed% }"
+    # the heaviest first: lesson 13 (the most checks of ranks) before 07 (the fewest checks)
+    order=" ${lines[1]##*: } " before13=${order%% 13 *} before07=${order%% 07 *}
+    [ ${#before13} -lt ${#before07} ] || fail "13 does not start before 07: $order"
+    # two GPUs of those CUDA_VISIBLE_DEVICES names: a lane each, named as the user named them
+    fake_build "$b" 2
+    run --separate-stderr env CUDA_VISIBLE_DEVICES=3,5 "$ROOT/tools/dev-check" --lanes --plan --build "$b"
+    assert_line --index 0 "lanes: 2 GPUs (counted by $b/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=3, 5"
+    # one GPU: the lessons in turn, in their order; the checks of speed are not run
+    fake_build "$b" 1
+    run --separate-stderr env -u CUDA_VISIBLE_DEVICES "$ROOT/tools/dev-check" --lanes --plan --build "$b"
+    assert_success
+    assert_line --index 0 "lanes: 1 GPU (counted by $b/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=0"
+    assert_line --index 1 "lanes: one GPU: the lessons in turn: ${lessons% }"
+    assert_line --index 2 "lanes: the checks of speed of ${speed% } need two GPUs: not run here"
+    # none: exit code 3, one line
+    fake_build "$b" 0
+    run --separate-stderr "$ROOT/tools/dev-check" --lanes --plan --build "$b"
+    assert_equal "$status" 3
+    assert_equal "$(grep -c . <<<"$stderr")" 1
+    [[ "$stderr" == "dev-check: no usable GPU (a stand-in)" ]] || fail "$stderr"
+    assert_equal "$(ls "$b")" tools  # nothing written
+    # what --lanes cannot take
+    for args in "--plan" "--lanes --lesson 07" "--lanes --tags speed"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$ROOT/tools/dev-check" $args --build "$b"
+        assert_equal "$status" 2
+        assert_equal "$(grep -c . <<<"$stderr")" 1
+        [[ "$stderr" == "dev-check: "* ]] || fail "$args: $stderr"
+    done
+}
+
+# stored_lanes DIR: what a run of dev-check --lanes on two GPUs leaves in DIR/dev-check/lanes:
+# 05 passed, 12 had two problems, its checks of speed passed, 13 found no GPU
+stored_lanes() {
+    local l=$1/dev-check/lanes
+    mkdir -p "$l"
+    printf 'lanes: 2 GPUs (counted by x/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=0, 1\n' >"$l/plan.txt"
+    printf '12\tlesson\t0\t280\t1\n05\tlesson\t1\t95\t0\n13\tlesson\t1\t20\t3\n12\tspeed\tall\t40\t0\n' >"$l/parts.tsv"
+    echo 455 >"$l/seconds"
+    printf '== build\n\ndev-check: passed (solutions unsolved mutants, lesson 05)\n' >"$l/05.txt"
+    printf '== mutants\n\ndev-check: 2 problems (solutions unsolved mutants, lesson 12):\n  12-allreduce: 6 of 10 tagged checks do not fail without it\n  solution 12 fails: 12 two ranks\n' >"$l/12.txt"
+    printf 'dev-check: passed (solutions unsolved mutants, lesson 12)\n' >"$l/12.speed.txt"
+    printf '== build\n' >"$l/13.txt"
+}
+
+@test "tools: dev-check --lanes' summary from a stored run: a line per part, each problem named with its lesson, the last line as dev-check's" {
+    b=$BATS_TEST_TMPDIR/b
+    stored_lanes "$b"
+    run --separate-stderr env DEV_CHECK_REPORT_ONLY=1 "$ROOT/tools/dev-check" --lanes --build "$b"
+    assert_equal "$status" 1
+    assert_line --index 0 "dev-check --lanes: 4 parts in 455 s ($b/dev-check/lanes)"
+    assert_line --index 1 "  lanes: 2 GPUs (counted by x/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=0, 1"
+    assert_line --index 2 "  05 on GPU 1: passed (solutions unsolved mutants, lesson 05) (95 s)"
+    assert_line --index 3 "  12 on GPU 0: 2 problems (solutions unsolved mutants, lesson 12) (280 s)"
+    assert_line --index 4 "  12's checks of speed, every GPU: passed (solutions unsolved mutants, lesson 12) (40 s)"
+    assert_line --index 5 "  13 on GPU 1: exit status 3: == build (20 s)"
+    assert_line --index 6 "dev-check: 3 problems (lanes: solutions unsolved mutants):"
+    assert_line --index 7 "  12: 12-allreduce: 6 of 10 tagged checks do not fail without it"
+    assert_line --index 8 "  12: solution 12 fails: 12 two ranks"
+    assert_line --index 9 "  13: exit status 3: == build"
+    assert_equal "${#lines[@]}" 10
+    assert_equal "$(cat "$b/dev-check/lanes/summary.txt")" "$output"
+    # every part passed: exit code 0, the plain dev-check's last line
+    printf 'dev-check: passed (solutions unsolved mutants, lesson 12)\n' >"$b/dev-check/lanes/12.txt"
+    printf 'dev-check: passed (solutions unsolved mutants, lesson 13)\n' >"$b/dev-check/lanes/13.txt"
+    printf '12\tlesson\t0\t280\t0\n05\tlesson\t1\t95\t0\n13\tlesson\t1\t20\t0\n12\tspeed\tall\t40\t0\n' >"$b/dev-check/lanes/parts.tsv"
+    run --separate-stderr env DEV_CHECK_REPORT_ONLY=1 "$ROOT/tools/dev-check" --lanes --build "$b"
+    assert_success
+    assert_equal "${lines[-1]}" "dev-check: passed (lanes: solutions unsolved mutants)"
+}
+
+@test "tools: gpu-check without a GPU: exit code 3 and one line, nothing run or written" {
+    [ -x "$TOOLS/gpu-probe" ] || fail "$TOOLS/gpu-probe is not built (run make)"
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$ROOT/tools/gpu-check" --build "$(dirname "$TOOLS")" --out "$BATS_TEST_TMPDIR/g"
+    assert_equal "$status" 3
+    assert_equal "$(grep -c . <<<"$stderr")" 1
+    [[ "$stderr" == "gpu-check: no usable GPU ("* ]] || fail "$stderr"
+    [ ! -e "$BATS_TEST_TMPDIR/g" ] || fail "it wrote $(ls "$BATS_TEST_TMPDIR/g")"
+}
+
+@test "tools: gpu-check's summary from a stored run: a line per part with its time, the parts that failed named" {
+    g=$BATS_TEST_TMPDIR/g
+    mkdir -p "$g"
+    echo "2026-11-28 10:00 UTC, 4 GPUs (x/tools/gpu-probe), commit abc1234" >"$g/when"
+    printf 'suite\t412\t1\ndev-check\t305\t0\n' >"$g/times.tsv"
+    printf '1..2\nok 1 a\nnot ok 2 b\nrun-tests: 2 checks in 412 s (x)\n290 passed, 1 failed, 2 skipped\n' >"$g/suite.txt"
+    printf 'lanes: ...\n\ndev-check: passed (lanes: solutions unsolved mutants)\n' >"$g/dev-check.txt"
+    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
+    assert_equal "$status" 1
+    assert_line --index 0 "gpu-check: 2026-11-28 10:00 UTC, 4 GPUs (x/tools/gpu-probe), commit abc1234 ($g)"
+    assert_line --index 1 "  suite: 290 passed, 1 failed, 2 skipped (412 s)"
+    assert_line --index 2 "  dev-check: passed (lanes: solutions unsolved mutants) (305 s)"
+    assert_line --index 3 "gpu-check: 1 of 2 parts failed: suite (717 s)"
+    assert_equal "${#lines[@]}" 4
+    assert_equal "$(cat "$g/summary.txt")" "$output"
+    # a part that never ended (stopped) is named as not run; every part passed: exit code 0
+    printf 'suite\t400\t0\n' >"$g/times.tsv"
+    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
+    assert_equal "$status" 1
+    assert_line --index 2 "  dev-check: not run"
+    printf 'suite\t400\t0\ndev-check\t300\t0\n' >"$g/times.tsv"
+    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
+    assert_success
+    assert_equal "${lines[-1]}" "gpu-check: passed (700 s)"
+}
+
 # The options of the scripts of tools/ that take a value: a tool's name, then its options (two names
 # of one option joined by |: its message may give either). A check below holds this table to the
 # scripts (every option whose branch shifts two arguments is here); the C tools' options are read
 # from their --help (those shown with a value, e.g. --window PHASE).
 VALUE_OPTIONS='
 bats-pool --out --jobs --filter-tags
-dev-check --build --lesson
+dev-check --build --lesson --tags
 gen-lesson --only
 grade --student --lesson --lessons --build --ref-build --out --name --from-tap --tags --timeouts
 grade-class --time-limit --out --build --lessons
+gpu-check --out --build
 launch -n|--nproc --rendezvous --run-id --nodes --node-rank --restarts --grace-s
 levers --rounds --out --budget-s
 make-handout --lessons --out --name --arch --ref-build
