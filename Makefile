@@ -30,10 +30,17 @@ CC ?= gcc
 BUILD := build
 comma := ,
 space := $(subst ,, )
+# A tool a target runs (the tests, the grader, dev-check, make-handout) builds with make of its own,
+# as a user typing it would: not as a sub-make of this one (whose job server it cannot use: GNU make
+# warns "jobserver unavailable", and a -j of the tool's own would reset it).
+AS_A_USER := env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS
 
-# GPU targets: ARCH= wins; else the GPU present; else a fixed list from Turing
-# (T4) through Ampere, Ada (L4, L20, RTX 40), Hopper (H100, H200), Blackwell
-# (B200) and RTX 50, plus PTX of the newest so that later GPUs can JIT it.
+# GPU targets: ARCH= wins; else the GPU present; else (no GPU: the build is a check that it
+# compiles, and the tests that need no GPU) ARCH=ptx, PTX of compute capability 7.5 alone, which
+# any GPU from Turing on compiles at a program's first run: a third of the time of machine code for
+# several architectures. FIXED_ARCH, machine code from Turing (T4) through Ampere, Ada (L4, L20,
+# RTX 40), Hopper (H100, H200), Blackwell (B200) and RTX 50, plus PTX of the newest so that later
+# GPUs can JIT it, is what a handout's prebuilt programs carry (tools/make-handout).
 FIXED_ARCH := 75 80 86 89 90 100 120
 ifeq ($(origin ARCH),undefined)
 DETECTED_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
@@ -41,14 +48,18 @@ ifneq ($(DETECTED_ARCH),)
 ARCH := $(DETECTED_ARCH)
 ARCH_WHY := the GPU present
 else
-ARCH := $(FIXED_ARCH)
-ARCH_WHY := no GPU found, a fixed list
+ARCH := ptx
+ARCH_WHY := no GPU found: PTX of 7.5 alone, which a GPU compiles at a program's first run
 endif
 else
 ARCH_WHY := set by ARCH=
 endif
+ifeq ($(ARCH),ptx)
+GENCODE := -gencode arch=compute_75,code=compute_75
+else
 GENCODE := $(foreach a,$(ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
            -gencode arch=compute_$(lastword $(ARCH)),code=compute_$(lastword $(ARCH))
+endif
 
 CUDA_INC := -I$(CUDA_HOME)/include $(addprefix -I,$(wildcard $(CUDA_HOME)/extras/CUPTI/include))
 CUDA_LIBDIRS := $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/extras/CUPTI/lib64)
@@ -172,7 +183,7 @@ fi
 endef
 
 arch:
-	@echo "make: building for compute capability $(ARCH) ($(ARCH_WHY)); $(NCCL_STATUS)"
+	@echo "make: building for $(if $(filter ptx,$(ARCH)),PTX,compute capability $(ARCH)) ($(ARCH_WHY)); $(NCCL_STATUS)"
 
 .PHONY: nccl-status lesson-info
 nccl-status:
@@ -283,30 +294,30 @@ lessons:
 # A student's copy of lessons LESSONS (05-08, "05 06", default all): the folder and a .tar.gz in
 # build/handout/ (HANDOUT_OUT=DIR elsewhere), its reference programs built for FIXED_ARCH.
 handout:
-	+@tools/make-handout $(if $(LESSONS),--lessons "$(LESSONS)") $(if $(HANDOUT_OUT),--out $(HANDOUT_OUT))
+	@$(AS_A_USER) tools/make-handout $(if $(LESSONS),--lessons "$(LESSONS)") $(if $(HANDOUT_OUT),--out $(HANDOUT_OUT))
 
 bench: all
-	@tools/bench
+	@$(AS_A_USER) tools/bench
 
 timelines: all
-	@tools/timelines
+	@$(AS_A_USER) tools/timelines
 
 # CLASS=DIR: one folder per student; TIME_LIMIT: per student (default 15m); GRADE_LESSONS="05 06"
 .PHONY: grade-class
 grade-class:
 	@test -n "$(CLASS)" || { echo "make grade-class: say which folder holds the students' copies, e.g. make grade-class CLASS=~/class" >&2; exit 2; }
-	@tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
+	@$(AS_A_USER) tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
 
 # Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN; LANES=1:
 # every lesson side by side, one GPU each (tools/dev-check --lanes).
 dev-check:
-	@tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(if $(LANES),--lanes) $(PARTS)
+	@$(AS_A_USER) tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(if $(LANES),--lanes) $(PARTS)
 
 # Needs a GPU: the suite, then every lesson's dev-check, one GPU each (tools/gpu-check); its
 # results in BUILD/gpu-check, or GPU_CHECK_OUT=DIR.
 .PHONY: gpu-check
 gpu-check: build-all
-	@tools/gpu-check --build $(BUILD) $(if $(GPU_CHECK_OUT),--out $(GPU_CHECK_OUT))
+	@$(AS_A_USER) tools/gpu-check --build $(BUILD) $(if $(GPU_CHECK_OUT),--out $(GPU_CHECK_OUT))
 endif
 
 # The demo: lesson 05's solution; in a handout, the prebuilt reference of its first lesson.
@@ -323,7 +334,7 @@ setup:
 # run-tests' "N passed, N failed, N skipped", unless a check failed: then make adds its own.
 test: build-all
 	@$(call report_broken_lessons,true)
-	@tools/run-tests $(or $(TESTS),tests)
+	@$(AS_A_USER) tools/run-tests $(or $(TESTS),tests)
 
 .PHONY: fixed-arch
 fixed-arch:
@@ -335,13 +346,13 @@ fixed-arch:
 # and passed: without a GPU the lessons are "not graded".
 check:
 	@test -n "$(LESSON)" || { echo "make check: say which lesson, e.g. make check LESSON=07" >&2; exit 2; }
-	@tools/grade --build $(BUILD) --lesson $(LESSON)
+	@$(AS_A_USER) tools/grade --build $(BUILD) --lesson $(LESSON)
 
 next:
-	@tools/grade --build $(BUILD) --next
+	@$(AS_A_USER) tools/grade --build $(BUILD) --next
 
 grade:
-	@tools/grade --build $(BUILD) $(if $(STUDENT),--student $(STUDENT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)")
+	@$(AS_A_USER) tools/grade --build $(BUILD) $(if $(STUDENT),--student $(STUDENT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)")
 
 # The C style (.clang-format, written for clang-format 14): fails, naming each line, where
 # clang-format would change a file of common/, solutions/ or tools/; rewrites nothing.

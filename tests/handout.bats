@@ -174,12 +174,16 @@ assert_handout_holds() {
             ! readelf -S "$h/lib/$e.a" | grep -q '\.debug_' || fail "lib/$e.a has debugging information"
         done
     done
-    # the reference: stripped, and no call a lesson types (on its struct: p->, t->, sync->, ...) in its strings
-    for f in "$h"/reference/solutions/* "$h"/lib/*.a; do
-        [[ "$f" == *.a ]] || file "$f" | grep -q ', stripped' || fail "$f is not stripped"
-        found=$(strings -a "$f" | grep -E '^[a-z][A-Za-z0-9_]*\(.*[a-z_]+->' | head -n 3) || true
-        [ -z "$found" ] || fail "$f holds call text: $found"
+    # the reference: stripped, built without the solutions' call text (the check macros' fixed text
+    # in its place); 07's two answers, which a reference with call text printed, are not in it
+    for f in "$h"/reference/solutions/*; do
+        file "$f" | grep -q ', stripped' || fail "$f is not stripped"
+        strings -a "$f" | grep -q 'the call at this line' || fail "$f: no check macro without call text in it"
     done
+    if [ -e "$h/reference/solutions/07_event_sync" ]; then
+        ! strings -a "$h/reference/solutions/07_event_sync" | grep -E 'cudaEventRecord\(sync->copied|sync->copied, 0\)' ||
+            fail "07's answers in its reference"
+    fi
     # every hint of its exercises, as the course gives it; links and paths lead somewhere
     assert_equal "$(cut -f1 "$h/hints.tsv" | tr '\n' ' ')" "$("$ROOT/tools/grade" --list-hints "$@" | cut -f1 | tr '\n' ' ')"
     run broken_links "$h/README.md" "$h"/notes/*.md
@@ -196,7 +200,7 @@ assert_handout_holds() {
 assert_student_run() {
     local h=$1 n=${2:-}
     local arch=()
-    [ "$HAVE_GPU" = 1 ] || arch=(ARCH=90)  # no GPU: one architecture is enough to check that it compiles
+    [ "$HAVE_GPU" = 1 ] || arch=(ARCH=ptx)  # no GPU: what make chooses, a check that it compiles
     export CUDA_VISIBLE_DEVICES=
     run a_user_make -C "$h" "${arch[@]}"
     assert_success

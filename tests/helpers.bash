@@ -219,6 +219,14 @@ assert_verified_under_delays() {
     done
 }
 
+# assert_verified_under_test_delays PROGRAM ARGS...: as assert_verified_under_delays, under the two
+# test delays alone: for a check whose own run, without a delay, is verified too (a check of speed
+# or of a trace, which runs alone among the timed checks: one program start fewer there).
+assert_verified_under_test_delays() {
+    local DELAYS=("${DELAYS[@]:1}")
+    assert_verified_under_delays "$@"
+}
+
 # check_rejects PROGRAM OPTION VALUE...: each value must be refused with exit code 2
 # and exactly one line on stderr that names the option.
 check_rejects() {
