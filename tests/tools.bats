@@ -625,29 +625,31 @@ stored_lanes() {
     g=$BATS_TEST_TMPDIR/g
     mkdir -p "$g"
     echo "2026-11-28 10:00 UTC, 4 GPUs (x/tools/gpu-probe), commit abc1234" >"$g/when"
-    printf 'suite\t412\t1\ndev-check\t305\t0\n' >"$g/times.tsv"
+    printf 'suite\t412\t1\ndev-check\t305\t0\nhandouts\t200\t0\n' >"$g/times.tsv"
     printf '1..2\nok 1 a\nnot ok 2 b\nrun-tests: 2 checks in 412 s (x)\n290 passed, 1 failed, 2 skipped\n' >"$g/suite.txt"
     printf '1..3\nok 1 12 a check in 5ms\nok 2 13 two GPUs, speed: x in 12ms # skip a check of speed: it needs 2\nnot ok 3 b in 1ms\n' \
         >"$g/suite.tap"
     printf 'lanes: ...\n\ndev-check: passed (lanes: unsolved mutants)\n' >"$g/dev-check.txt"
+    printf '== handouts: ...\n\ndev-check: passed (handouts)\n' >"$g/handouts.txt"
     run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
     assert_equal "$status" 1
     assert_line --index 0 "gpu-check: 2026-11-28 10:00 UTC, 4 GPUs (x/tools/gpu-probe), commit abc1234 ($g)"
     assert_line --index 1 "  suite: 290 passed, 1 failed, 2 skipped (412 s)"
     assert_line --index 2 "  dev-check: passed (lanes: unsolved mutants) (305 s)"
-    assert_line --index 3 "  suite skipped: 13 two GPUs, speed: x: a check of speed: it needs 2"
-    assert_line --index 4 "gpu-check: 1 of 2 parts failed: suite (717 s)"
-    assert_equal "${#lines[@]}" 5
+    assert_line --index 3 "  handouts: passed (handouts) (200 s)"
+    assert_line --index 4 "  suite skipped: 13 two GPUs, speed: x: a check of speed: it needs 2"
+    assert_line --index 5 "gpu-check: 1 of 3 parts failed: suite (917 s)"
+    assert_equal "${#lines[@]}" 6
     assert_equal "$(cat "$g/summary.txt")" "$output"
     # a part that never ended (stopped) is named as not run; every part passed: exit code 0
     printf 'suite\t400\t0\n' >"$g/times.tsv"
     run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
     assert_equal "$status" 1
     assert_line --index 3 "  dev-check: not run"
-    printf 'suite\t400\t0\ndev-check\t300\t0\n' >"$g/times.tsv"
+    printf 'suite\t400\t0\ndev-check\t300\t0\nhandouts\t100\t0\n' >"$g/times.tsv"
     run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
     assert_success
-    assert_equal "${lines[-1]}" "gpu-check: passed (700 s)"
+    assert_equal "${lines[-1]}" "gpu-check: passed (800 s)"
 }
 
 # The options of the scripts of tools/ that take a value: a tool's name, then its options (two names
