@@ -282,7 +282,7 @@ $(BUILD)/tools/gpu-probe: TOOL_LIBS = $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefi
 
 # What needs the solutions: a handout has none (its lessons are the student's own).
 ifneq ($(HANDOUT_TREE),)
-lessons handout bench timelines grade-class dev-check:
+lessons handout bench timelines grade-class dev-check gpu-check:
 	@echo "make $@: not in a student's copy of the course (it needs solutions/); the instructor's course has it" >&2; exit 2
 # the prebuilt reference programs were linked where the instructor's libraries are: here, these
 export LD_LIBRARY_PATH := $(subst $(space),:,$(strip $(CUDA_LIBDIRS) $(NCCL_LIB_DIR)))$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
@@ -308,9 +308,16 @@ grade-class:
 	@test -n "$(CLASS)" || { echo "make grade-class: say which folder holds the students' copies, e.g. make grade-class CLASS=~/class" >&2; exit 2; }
 	@$(AS_A_USER) tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
 
-# Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN.
+# Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN; LANES=1:
+# every lesson side by side, one GPU each (tools/dev-check --lanes).
 dev-check:
-	@$(AS_A_USER) tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(PARTS)
+	@$(AS_A_USER) tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(if $(LANES),--lanes) $(PARTS)
+
+# Needs a GPU: the suite, then every lesson's dev-check, one GPU each (tools/gpu-check); its
+# results in BUILD/gpu-check, or GPU_CHECK_OUT=DIR.
+.PHONY: gpu-check
+gpu-check: build-all
+	@$(AS_A_USER) tools/gpu-check --build $(BUILD) $(if $(GPU_CHECK_OUT),--out $(GPU_CHECK_OUT))
 endif
 
 # The demo: lesson 05's solution; in a handout, the prebuilt reference of its first lesson.

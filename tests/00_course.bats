@@ -125,9 +125,13 @@ stale_defines() {
     shift 2
     used=$(identifiers "$@")
     listed=$(defines_lists "$@" | awk '$2 ~ /^common\//')
+    local cache=$BATS_TEST_TMPDIR/declared  # what each header declares, read once
+    mkdir -p "$cache"
     while read -r file header name; do
         [ -n "$name" ] || continue
-        declared_by "$dir" "$header" | grep -qx -- "$name" || echo "${file#"$dir"/}: $header declares no $name"
+        local c=$cache/${header//\//_}
+        [ -f "$c" ] || declared_by "$dir" "$header" >"$c"
+        grep -qx -- "$name" "$c" || echo "${file#"$dir"/}: $header declares no $name"
         grep -qx -- "$name" <<<"$used" || echo "${file#"$dir"/}: $name is listed for $header, never used"
     done <<<"$listed"
     api=$(functions_defined "$dir"/common/*.h | sort -u)
