@@ -93,7 +93,7 @@ ratio() {
 # ----------------------------------------------------------------------------
 # one rank: any GPU
 
-# bats test_tags=gpu,ex:15-capture,ex:15-loss-event,ex:15-replay
+# bats test_tags=gpu,ex:15-capture,ex:15-loss-event,ex:15-replay,claim:15-loss-node
 @test "15 one rank: graph and eager runs bit-identical to the reference under every test delay, one launch per batch" {
     need_nccl_gpu
     assert_verified_under_delays "$P" $SMALL15
@@ -105,8 +105,11 @@ ratio() {
     assert_equal "$(json_get "$f" graph_launches)" "$NB"
     # twelve graphs: lesson 08's ring of 11 losses, rounded up to the two batch slots
     assert_equal "$(json_get "$f" graphs)" 12
-    # the loss's record is a node the host can wait on (15-loss-event): at least that one
-    assert_num "$(json_get "$f" graph_event_record_nodes)" ">=" 1 "event record nodes in a graph"
+    # the loss's record is a node the host can wait on (15-loss-event), in each of the twelve: its own
+    # event looked up among the record nodes (the buckets' records may be nodes too), every graph
+    # holding what graph 0 holds
+    assert_equal "$(json_get "$f" graph_loss_record_nodes)" 12
+    assert_equal "$(json_get "$f" graph_census_alike)" true
     # both variants again, with the graphs instantiated a second time at their nodes' priorities
     run_json p "$P" $SMALL15 --compare-priority
     assert_success
