@@ -93,7 +93,7 @@ ratio() {
 # ----------------------------------------------------------------------------
 # one rank: any GPU
 
-# bats test_tags=gpu,ex:15-capture,ex:15-loss-event,ex:15-replay,claim:15-loss-node
+# bats test_tags=gpu,ex:15-capture,ex:15-loss-event,ex:15-replay,claim:15-census-each
 @test "15 one rank: graph and eager runs bit-identical to the reference under every test delay, one launch per batch" {
     need_nccl_gpu
     assert_verified_under_delays "$P" $SMALL15
@@ -241,7 +241,7 @@ ratio() {
     done
 }
 
-# bats test_tags=ranks,gpu,timed
+# bats test_tags=ranks,gpu,timed,claim:15-timeout
 @test "15 --break-rule one-rank: rank 0's graph waits for ranks that never captured its all-reduce, until --timeout-s stops every rank" {
     need_nccl_gpu
     SECONDS=0
@@ -259,7 +259,7 @@ ratio() {
     [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
 }
 
-# bats test_tags=ranks,gpu,timed
+# bats test_tags=ranks,gpu,timed,claim:15-note-names,claim:15-timeout
 @test "15 a rank that fails stops every rank, graphs in flight included: by its note, then by --timeout-s when it hangs" {
     need_nccl_gpu
     assert_stops_by_note "$P" 2 $SMALL15
