@@ -162,6 +162,7 @@ make_ckpt() {
     [[ "$stderr" == *"LAUNCH_ATTEMPT"* ]] || fail "got: $stderr"
 }
 
+# bats test_tags=claim:14-refuse-run,claim:14-refuse-past-end
 @test "14 a checkpoint of another rank count, model shape or seed, or past the run's end: one line, exit code 2, before any GPU work" {
     need_nccl
     # the fixture: ranks 2, shape 4,8,2 (--in 4 --hidden 8 --layers 1 --out 2), seed 1
@@ -192,6 +193,7 @@ make_ckpt() {
     assert_equal "$status" 3
 }
 
+# bats test_tags=claim:14-refuse-run
 @test "14 a checkpoint of another --batch, --lr, --prep-work or bucket size: one line naming the option, exit code 2, before any GPU work" {
     need_nccl
     # the fixture's run, but for the option each line changes
@@ -253,6 +255,7 @@ EOF
     check_no_gpu_exit "$P" $S14
 }
 
+# bats test_tags=claim:14-report-differ,claim:14-report-p2p,claim:14-report-noring,claim:14-report-waits
 @test "14 flight-report names the first divergence of hand-made rings in one line, each fault by name" {
     fr=$TOOLS/flight-report
     check() {  # check CASE STATUS LINE
@@ -367,6 +370,7 @@ EOF
     assert_equal "$output" "rank 2 stopped at all-reduce #7 (batch 9, bucket 2, 65.0 KiB) where rank 0 went on to all-reduce #29 (batch 9, bucket 2, 65.0 KiB), and no call waits: the ranks issued different calls"
 }
 
+# bats test_tags=claim:14-checksum,claim:14-manifest-match
 @test "14 checkpoint-report: the newest complete checkpoint; torn, corrupt and unfinished ones passed over for the one before" {
     cr=$TOOLS/checkpoint-report
     run "$cr" "$CK"
@@ -403,6 +407,16 @@ EOF
     cp "$CK/ckpt-00000009/rank1.bin" "$c/ckpt-00000019/rank1.bin"
     run "$cr" "$c"
     [[ "${lines[0]}" == "ckpt-00000019: skipped: "* ]] || fail "${lines[0]}"
+    # a whole file of another write of checkpoint 19 (one weight changed, its own checksum right):
+    # its header reads, its checksum holds, but it is not the file the manifest lists
+    copy
+    f=$c/ckpt-00000019/rank1.bin
+    head -c -26 "$f" >"$BATS_TEST_TMPDIR/body"
+    printf '\x55' | dd of="$BATS_TEST_TMPDIR/body" bs=1 seek=600 conv=notrunc 2>/dev/null
+    { cat "$BATS_TEST_TMPDIR/body"; printf 'checksum %s\n' "$(fnv1a "$BATS_TEST_TMPDIR/body")"; } >"$f"
+    run "$cr" "$c"
+    [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: its size or checksum is not the manifest's" ]] || fail "${lines[0]}"
+    assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
     # a temporary file left by a rank that died while writing: not read at all
     copy
     head -c 100 "$CK/ckpt-00000019/rank1.bin" >"$c/ckpt-00000019/rank1.bin.4242.tmp"
@@ -436,6 +450,7 @@ EOF
     done
 }
 
+# bats test_tags=claim:14-losses-bound
 @test "14 checkpoint-report: a checkpoint of batch 5 holding 100 losses, sizes and checksums right, or a rank's header of another run than its manifest: passed over" {
     cr=$TOOLS/checkpoint-report
     # the helpers first: the fixture's checksum is fnv1a's, and a checkpoint they make is complete
@@ -462,6 +477,7 @@ EOF
     done
 }
 
+# bats test_tags=claim:14-size-first,claim:14-stream
 @test "14 checkpoint-report: every folder listed however many; one larger than the memory allowed checked as it streams; a header's sizes checked before anything is allocated" {
     cr=$TOOLS/checkpoint-report
     c=$BATS_TEST_TMPDIR/c
@@ -574,6 +590,7 @@ EOF
     assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000004 ckpt-00000014 ckpt-00000019"
 }
 
+# bats test_tags=claim:14-launch-restart,claim:14-attempt-id,claim:14-restart-usage
 @test "14 tools/launch --restarts: every rank started again after a failure, a run id and LAUNCH_ATTEMPT each, rings kept" {
     cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
 #!/usr/bin/env bash
@@ -692,7 +709,7 @@ EOF
     fi
 }
 
-# bats test_tags=claim:14-launch-groups
+# bats test_tags=claim:14-launch-groups,claim:14-launch-stop
 @test "14 tools/launch stops what a rank started too: a wrapper's child that ignores TERM, on a signal or a failed rank" {
     cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
 #!/usr/bin/env bash
