@@ -35,8 +35,8 @@ assert_claims_compile() {
             fail "$id: no check of tests/$tests.bats is tagged $tag"
         printf '%s\t%s\n' "$id" "$file"
     done <"$rows" >"$BATS_TEST_TMPDIR/trees"
-    # compiled two at a time: nvcc takes seconds a file
-    xargs -P 2 -L 1 bash -c '. "$0/tests/claims.bash"; claim_compile "$1/$2" "$3" "$1/$2.o" >"$1/$2.log" 2>&1 ||
+    # compiled as many at a time as the CPUs: nvcc takes seconds a file
+    xargs -P "$(nproc 2>/dev/null || echo 2)" -L 1 bash -c '. "$0/tests/claims.bash"; claim_compile "$1/$2" "$3" "$1/$2.o" >"$1/$2.log" 2>&1 ||
         { echo "$2: its mutant of $3 does not compile: $(grep -m 2 -E "error|rror:" "$1/$2.log")"; }' \
         "$ROOT" "$BATS_TEST_TMPDIR" <"$BATS_TEST_TMPDIR/trees" >"$BATS_TEST_TMPDIR/broken"
     [ ! -s "$BATS_TEST_TMPDIR/broken" ] || fail "$(cat "$BATS_TEST_TMPDIR/broken")"
