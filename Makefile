@@ -29,10 +29,18 @@ NVCC := $(CUDA_HOME)/bin/nvcc
 CC ?= gcc
 BUILD := build
 comma := ,
+space := $(subst ,, )
+# A tool a target runs (the tests, the grader, dev-check, make-handout) builds with make of its own,
+# as a user typing it would: not as a sub-make of this one (whose job server it cannot use: GNU make
+# warns "jobserver unavailable", and a -j of the tool's own would reset it).
+AS_A_USER := env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS
 
-# GPU targets: ARCH= wins; else the GPU present; else a fixed list from Turing
-# (T4) through Ampere, Ada (L4, L20, RTX 40), Hopper (H100, H200), Blackwell
-# (B200) and RTX 50, plus PTX of the newest so that later GPUs can JIT it.
+# GPU targets: ARCH= wins; else the GPU present; else (no GPU: the build is a check that it
+# compiles, and the tests that need no GPU) ARCH=ptx, PTX of compute capability 7.5 alone, which
+# any GPU from Turing on compiles at a program's first run: a third of the time of machine code for
+# several architectures. FIXED_ARCH, machine code from Turing (T4) through Ampere, Ada (L4, L20,
+# RTX 40), Hopper (H100, H200), Blackwell (B200) and RTX 50, plus PTX of the newest so that later
+# GPUs can JIT it, is what a handout's prebuilt programs carry (tools/make-handout).
 FIXED_ARCH := 75 80 86 89 90 100 120
 ifeq ($(origin ARCH),undefined)
 DETECTED_ARCH := $(shell nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d '. ')
@@ -40,14 +48,18 @@ ifneq ($(DETECTED_ARCH),)
 ARCH := $(DETECTED_ARCH)
 ARCH_WHY := the GPU present
 else
-ARCH := $(FIXED_ARCH)
-ARCH_WHY := no GPU found, a fixed list
+ARCH := ptx
+ARCH_WHY := no GPU found: PTX of 7.5 alone, which a GPU compiles at a program's first run
 endif
 else
 ARCH_WHY := set by ARCH=
 endif
+ifeq ($(ARCH),ptx)
+GENCODE := -gencode arch=compute_75,code=compute_75
+else
 GENCODE := $(foreach a,$(ARCH),-gencode arch=compute_$(a),code=sm_$(a)) \
            -gencode arch=compute_$(lastword $(ARCH)),code=compute_$(lastword $(ARCH))
+endif
 
 CUDA_INC := -I$(CUDA_HOME)/include $(addprefix -I,$(wildcard $(CUDA_HOME)/extras/CUPTI/include))
 CUDA_LIBDIRS := $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib $(CUDA_HOME)/extras/CUPTI/lib64)
@@ -73,15 +85,36 @@ endif
 # named LESSONS: `make handout LESSONS=05-08` sets that one.
 HANDOUT_TREE := $(if $(wildcard solutions/[0-9][0-9]_*),,1)
 LESSON_DIRS := $(notdir $(wildcard $(if $(HANDOUT_TREE),lessons,solutions)/[0-9][0-9]_*))
-# The bootstrap of several ranks and lesson 12's data-parallel step need NCCL: built below
-DIST_C := $(wildcard common/dist_*.c common/ddp*.c)
+
+# Lesson libraries: one way for a lesson to stand on an earlier one. A lesson's answers and its own
+# step live in its folder only; a later lesson links the earlier lesson's library, the files of its
+# solution that LIBRARY.NN names (its step, its options, its setup, never its main), built from
+# solutions/ (never from a student's lessons/: a grade never depends on another lesson of theirs)
+# into BUILD/lib/NN.a. Their headers are included as "NN_topic/file.h" (-I solutions). A handout
+# (tools/make-handout) carries the library of every lesson its lessons stand on prebuilt, without
+# call text, lib/NN_topic.a, and its headers in lib/NN_topic/ (-I lib). STANDS_ON.NN: the lessons
+# whose libraries lesson NN links, the later first (the order the linker needs).
+LIBRARY.08_interval_sync := loss_ring.cu
+LIBRARY.12_data_parallel_overlap := ddp.cu ddp_plan.cu buckets.cu options.cu meet.cu stop.cu train.cu report.cu
+STANDS_ON.09_four_stream_pipeline := 08_interval_sync
+STANDS_ON.10_async_loader_pipeline := 08_interval_sync
+STANDS_ON.11_cuda_graph_step := 08_interval_sync
+STANDS_ON.12_data_parallel_overlap := 08_interval_sync
+STANDS_ON.14_fault_tolerance := 12_data_parallel_overlap 08_interval_sync
+STANDS_ON.15_graph_data_parallel := 12_data_parallel_overlap 08_interval_sync
+LIB_HOME := $(if $(HANDOUT_TREE),lib,solutions)
+lib_archive = $(if $(HANDOUT_TREE),lib/$(1).a,$(BUILD)/lib/$(1).a)
+lib_archives = $(foreach l,$(STANDS_ON.$(1)),$(call lib_archive,$(l)))
+# the libraries some lesson of this tree links
+LIBRARIES := $(sort $(foreach l,$(LESSON_DIRS),$(STANDS_ON.$(l))))
+LESSON_INC := -I$(LIB_HOME)
+
+# The bootstrap of several ranks needs NCCL: built below
+DIST_C := $(wildcard common/dist_*.c)
 COMMON_C := $(filter-out $(DIST_C),$(wildcard common/*.c))
 COMMON_CU := $(wildcard common/*.cu)
 HOST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_C))
 COMMON_OBJ := $(HOST_OBJ) $(patsubst common/%.cu,$(BUILD)/common/%.cu.o,$(COMMON_CU))
-# In a handout, a file of common/ that holds the answer of an exercise handed out comes compiled
-# (tools/make-handout): its object joins the library in place of its source.
-COMMON_PREBUILT := $(wildcard common/prebuilt/*.o)
 COMMON_LIB := $(BUILD)/libcourse.a
 HOST_LIB := $(BUILD)/libcourse-host.a  # common/'s host-only C, all the tools link: no nvcc needed for them
 SOLUTION_BINS := $(if $(HANDOUT_TREE),,$(addprefix $(BUILD)/solutions/,$(LESSON_DIRS)))
@@ -94,7 +127,10 @@ NCCL_TOOLS := $(patsubst tools/%.cu,$(BUILD)/tools/%,$(wildcard tools/*.cu))
 # in the CUDA toolkit, else in the system's folders (NVIDIA's libnccl2 and libnccl-dev
 # packages). Where it is missing those lessons are not built, `make` says so on its
 # first line, and their tests skip with the reason `make -s nccl-status` prints.
-NCCL_LESSONS := $(filter 12_% 13_% 14_% 15_%,$(LESSON_DIRS))
+# A lesson needs NCCL when its code, or the library of a lesson it stands on, includes the
+# bootstrap of several ranks (common/dist.h) or nccl.h.
+NCCL_LESSONS := $(foreach l,$(LESSON_DIRS),$(if $(shell grep -lsE '"common/dist\.h"|<nccl\.h>' \
+                  $(if $(HANDOUT_TREE),lessons,solutions)/$(l)/* $(foreach e,$(STANDS_ON.$(l)),$(LIB_HOME)/$(e)/*.h)),$(l)))
 NCCL_INC_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/include,$(CUDA_HOME)/include /usr/include)
 NCCL_LIB_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/lib $(NCCL_HOME)/lib64,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib \
                    /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib)
@@ -133,7 +169,7 @@ tools: $(TOOLS) $(NCCL_TOOLS)
 # The lessons, each on its own and with -k: one that does not compile (a student's) is named
 # and stops neither the other lessons nor the rest. After the course's library: this make of
 # its own must find it built, not build it a second time beside the first.
-lesson-bins: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ))
+lesson-bins: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ)) $(foreach l,$(LIBRARIES),$(if $(filter $(l),$(NCCL_MISSING)),,$(call lib_archive,$(l))))
 	@[ -z "$(LESSON_BINS)" ] || $(MAKE) --no-print-directory -k $(LESSON_BINS) || true
 
 # report_broken_lessons,THEN: names the lessons that are not built (a lesson's binary is removed
@@ -147,11 +183,16 @@ fi
 endef
 
 arch:
-	@echo "make: building for compute capability $(ARCH) ($(ARCH_WHY)); $(NCCL_STATUS)"
+	@echo "make: building for $(if $(filter ptx,$(ARCH)),PTX,compute capability $(ARCH)) ($(ARCH_WHY)); $(NCCL_STATUS)"
 
-.PHONY: nccl-status
+.PHONY: nccl-status lesson-info
 nccl-status:
 	@echo "$(NCCL_STATUS)"
+
+# One line per lesson, for tools (make-handout): "NN_topic nccl=0|1 stands_on=A,B" (the libraries
+# it links, the later first).
+lesson-info:
+	@$(foreach l,$(LESSON_DIRS),echo "$(l) nccl=$(if $(filter $(l),$(NCCL_LESSONS)),1,0) stands_on=$(subst $(space),$(comma),$(strip $(STANDS_ON.$(l))))";)
 
 $(BUILD)/common/%.o: common/%.c common/*.h
 	@mkdir -p $(@D)
@@ -161,7 +202,7 @@ $(BUILD)/common/%.cu.o: common/%.cu common/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
-$(COMMON_LIB): $(COMMON_OBJ) $(COMMON_PREBUILT)
+$(COMMON_LIB): $(COMMON_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -169,44 +210,59 @@ $(HOST_LIB): $(HOST_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# One binary per lesson folder, from its .cu files, in solutions/ and in lessons/.
+# The solutions' own code, and so the lessons' libraries, is compiled without the text of the
+# calls its checks print (check.h's CALL_TEXT): a handout ships them prebuilt (tools/make-handout),
+# and the text of an exercise's call is its answer. A failed check there names its file and line.
+SOLUTION_FLAGS := -DCOURSE_NO_CALL_TEXT
+
+# One binary per lesson folder, from its .cu files, in solutions/ and in lessons/, linking the
+# libraries of the lessons it stands on.
 .SECONDEXPANSION:
-$(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) $(COMMON_LIB) common/*.h
+$(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) $$(call lib_archives,$$*) $(COMMON_LIB) \
+        common/*.h
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS) -o $@
+	$(NVCC) $(NVCCFLAGS) $(SOLUTION_FLAGS) $(LESSON_INC) $(filter %.cu,$^) $(call lib_archives,$*) $(COMMON_LIB) \
+	    $(LDLIBS) -o $@
 
 # A student version leaves state unused until its exercises are written: no error for that.
 LESSON_FLAGS := -diag-suppress 177,550 -Xcompiler -Wno-unused-variable,-Wno-unused-but-set-variable
 # (its old binary removed first: no binary of an earlier good build may pass for a lesson that
 # no longer compiles)
-$(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $(COMMON_LIB) common/*.h
+$(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $$(call lib_archives,$$*) $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D) && rm -f $@
-	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(filter %.cu,$^) $(COMMON_LIB) $(LDLIBS) -o $@
+	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(LESSON_INC) $(filter %.cu,$^) $(call lib_archives,$*) $(COMMON_LIB) \
+	    $(LDLIBS) -o $@
 
-# The NCCL lessons also link common/dist_*.c (the bootstrap: ranks, rendezvous, communicator),
-# common/ddp*.c (lesson 12's data-parallel step) and NCCL. A lesson that stands on an earlier
-# lesson's exercises links the course's own solution of them, in solutions/ (never a student's:
-# a grade never depends on another lesson), as STANDS_ON.LESSON says: 14 calls 12's bucket plan and
-# its buckets' all-reduces.
-STANDS_ON.14_fault_tolerance := solutions/12_data_parallel_overlap/buckets.cu solutions/12_data_parallel_overlap/buckets.h
-# 15 captures 12's step and replays it: it links the whole of 12 but its main.cu (how the ranks
-# meet and stop, the buckets, 12's loop as its eager variant, the reference, the checks).
-STANDS_ON.15_graph_data_parallel := solutions/12_data_parallel_overlap/buckets.cu solutions/12_data_parallel_overlap/buckets.h solutions/12_data_parallel_overlap/data_parallel.h solutions/12_data_parallel_overlap/meet.cu solutions/12_data_parallel_overlap/stop.cu solutions/12_data_parallel_overlap/train.cu solutions/12_data_parallel_overlap/report.cu
+# A library: its files of the solution, each compiled on its own (with NCCL's flags: 12's needs them)
+ifeq ($(HANDOUT_TREE),)
+lib_objects = $(addprefix $(BUILD)/lib/$(1)/,$(LIBRARY.$(1):.cu=.o))
+$(BUILD)/lib/%.a: $$(call lib_objects,$$*)
+	@rm -f $@
+	ar rcs $@ $^
+$(BUILD)/lib/%.o: solutions/%.cu $$(wildcard solutions/$$(*D)/*.h $$(addprefix solutions/,$$(addsuffix /*.h,$$(STANDS_ON.$$(*D))))) \
+        common/*.h
+	@mkdir -p $(@D)
+	$(NVCC) $(NVCCFLAGS) $(SOLUTION_FLAGS) $(LESSON_INC) $(NCCL_CFLAGS) -c $< -o $@
+endif
+
+# The NCCL lessons also link common/dist_*.c (the bootstrap: ranks, rendezvous, communicator) and
+# NCCL.
 ifeq ($(NCCL_MISSING),)
 $(DIST_OBJ): $(BUILD)/common/%.o: common/%.c common/*.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(NCCL_CFLAGS) -c $< -o $@
 
 $(addprefix $(BUILD)/solutions/,$(NCCL_LESSONS)): $(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) \
-        $$(STANDS_ON.$$*) $(DIST_OBJ) $(COMMON_LIB) common/*.h
+        $$(call lib_archives,$$*) $(DIST_OBJ) $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D)
-	$(NVCC) $(NVCCFLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS) -o $@
+	$(NVCC) $(NVCCFLAGS) $(SOLUTION_FLAGS) $(LESSON_INC) $(NCCL_CFLAGS) $(filter %.cu,$^) $(call lib_archives,$*) \
+	    $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS) -o $@
 
 $(addprefix $(BUILD)/lessons/,$(NCCL_LESSONS)): $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) \
-        $$(STANDS_ON.$$*) $(DIST_OBJ) $(COMMON_LIB) common/*.h
+        $$(call lib_archives,$$*) $(DIST_OBJ) $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D) && rm -f $@
-	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(NCCL_CFLAGS) $(filter %.cu,$^) $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) \
-	    $(NCCL_LDLIBS) -o $@
+	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(LESSON_INC) $(NCCL_CFLAGS) $(filter %.cu,$^) $(call lib_archives,$*) \
+	    $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS) -o $@
 # The tools that run ranks of their own (tools/*.cu: sm-share) build like the NCCL lessons.
 $(BUILD)/tools/%: tools/%.cu $(DIST_OBJ) $(COMMON_LIB) common/*.h
 	@mkdir -p $(@D)
@@ -226,10 +282,9 @@ $(BUILD)/tools/gpu-probe: TOOL_LIBS = $(addprefix -L,$(CUDA_LIBDIRS)) $(addprefi
 
 # What needs the solutions: a handout has none (its lessons are the student's own).
 ifneq ($(HANDOUT_TREE),)
-lessons handout bench timelines grade-class dev-check:
+lessons handout bench timelines grade-class dev-check gpu-check:
 	@echo "make $@: not in a student's copy of the course (it needs solutions/); the instructor's course has it" >&2; exit 2
 # the prebuilt reference programs were linked where the instructor's libraries are: here, these
-space := $(subst ,, )
 export LD_LIBRARY_PATH := $(subst $(space),:,$(strip $(CUDA_LIBDIRS) $(NCCL_LIB_DIR)))$(if $(LD_LIBRARY_PATH),:$(LD_LIBRARY_PATH))
 else
 # lessons/ is generated from solutions/: each BEGIN/END SOLUTION region becomes a TODO.
@@ -239,23 +294,30 @@ lessons:
 # A student's copy of lessons LESSONS (05-08, "05 06", default all): the folder and a .tar.gz in
 # build/handout/ (HANDOUT_OUT=DIR elsewhere), its reference programs built for FIXED_ARCH.
 handout:
-	@tools/make-handout $(if $(LESSONS),--lessons "$(LESSONS)") $(if $(HANDOUT_OUT),--out $(HANDOUT_OUT))
+	@$(AS_A_USER) tools/make-handout $(if $(LESSONS),--lessons "$(LESSONS)") $(if $(HANDOUT_OUT),--out $(HANDOUT_OUT))
 
 bench: all
-	@tools/bench
+	@$(AS_A_USER) tools/bench
 
 timelines: all
-	@tools/timelines
+	@$(AS_A_USER) tools/timelines
 
 # CLASS=DIR: one folder per student; TIME_LIMIT: per student (default 15m); GRADE_LESSONS="05 06"
 .PHONY: grade-class
 grade-class:
 	@test -n "$(CLASS)" || { echo "make grade-class: say which folder holds the students' copies, e.g. make grade-class CLASS=~/class" >&2; exit 2; }
-	@tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
+	@$(AS_A_USER) tools/grade-class --build $(BUILD) $(if $(TIME_LIMIT),--time-limit $(TIME_LIMIT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)") $(CLASS)
 
-# Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN.
+# Needs a GPU. PARTS="solutions unsolved mutants" (the default) or a subset; LESSON=NN; LANES=1:
+# every lesson side by side, one GPU each (tools/dev-check --lanes).
 dev-check:
-	@tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(PARTS)
+	@$(AS_A_USER) tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(if $(LANES),--lanes) $(PARTS)
+
+# Needs a GPU: the suite, then every lesson's dev-check, one GPU each (tools/gpu-check); its
+# results in BUILD/gpu-check, or GPU_CHECK_OUT=DIR.
+.PHONY: gpu-check
+gpu-check: build-all
+	@$(AS_A_USER) tools/gpu-check --build $(BUILD) $(if $(GPU_CHECK_OUT),--out $(GPU_CHECK_OUT))
 endif
 
 # The demo: lesson 05's solution; in a handout, the prebuilt reference of its first lesson.
@@ -272,7 +334,7 @@ setup:
 # run-tests' "N passed, N failed, N skipped", unless a check failed: then make adds its own.
 test: build-all
 	@$(call report_broken_lessons,true)
-	@tools/run-tests $(or $(TESTS),tests)
+	@$(AS_A_USER) tools/run-tests $(or $(TESTS),tests)
 
 .PHONY: fixed-arch
 fixed-arch:
@@ -286,9 +348,9 @@ fixed-arch:
 compile-one:
 	@test -n "$(SRC)" -a -n "$(OUT)" || { echo "make compile-one: give SRC=FILE and OUT=OBJECT" >&2; exit 2; }
 	@mkdir -p $(dir $(OUT))
-	$(if $(filter %.cu,$(SRC)),$(NVCC) $(NVCCFLAGS),$(CC) $(CFLAGS)) $(NCCL_CFLAGS) -c $(SRC) -o $(OUT)
+	$(if $(filter %.cu,$(SRC)),$(NVCC) $(NVCCFLAGS) $(SOLUTION_FLAGS) $(LESSON_INC),$(CC) $(CFLAGS)) $(NCCL_CFLAGS) -c $(SRC) -o $(OUT)
 host-includes:
-	@echo "-I. $(CUDA_INC) $(NCCL_CFLAGS)"
+	@echo "-I. $(LESSON_INC) $(CUDA_INC) $(NCCL_CFLAGS)"
 
 # For students and instructors (README): check one lesson, find the next, grade one
 # student or a class. The grader builds what it needs (each lesson on its own, so one
@@ -296,13 +358,13 @@ host-includes:
 # and passed: without a GPU the lessons are "not graded".
 check:
 	@test -n "$(LESSON)" || { echo "make check: say which lesson, e.g. make check LESSON=07" >&2; exit 2; }
-	@tools/grade --build $(BUILD) --lesson $(LESSON)
+	@$(AS_A_USER) tools/grade --build $(BUILD) --lesson $(LESSON)
 
 next:
-	@tools/grade --build $(BUILD) --next
+	@$(AS_A_USER) tools/grade --build $(BUILD) --next
 
 grade:
-	@tools/grade --build $(BUILD) $(if $(STUDENT),--student $(STUDENT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)")
+	@$(AS_A_USER) tools/grade --build $(BUILD) $(if $(STUDENT),--student $(STUDENT)) $(if $(GRADE_LESSONS),--lessons "$(GRADE_LESSONS)")
 
 # The C style (.clang-format, written for clang-format 14): fails, naming each line, where
 # clang-format would change a file of common/, solutions/ or tools/; rewrites nothing.

@@ -52,8 +52,9 @@
 #include <cuda_runtime.h>  // cudaEvent_t, cudaStream_t, cudaError_t
 #include <nccl.h>          // ncclComm_t, ncclResult_t, the collectives
 
-#include "args.h"  // arg_spec
-#include "json.h"  // json_writer
+#include "args.h"   // arg_spec
+#include "check.h"  // CALL_TEXT
+#include "json.h"   // json_writer
 
 #ifdef __cplusplus
 extern "C" {
@@ -159,10 +160,10 @@ dist_waiting dist_waiting_start(const char *what);
 int dist_waiting_over(dist_env *d, dist_waiting *w, char *why, size_t size);
 
 // Checks an NCCL call on any of d's communicators, the watchdog watching it while it runs.
-#define NCCL_CHECK(d, expr)                                       \
-    do {                                                          \
-        dist_enter_((d), #expr);                                  \
-        dist_check_nccl_((d), (expr), #expr, __FILE__, __LINE__); \
+#define NCCL_CHECK(d, expr)                                                  \
+    do {                                                                     \
+        dist_enter_((d), CALL_TEXT(#expr));                                  \
+        dist_check_nccl_((d), (expr), CALL_TEXT(#expr), __FILE__, __LINE__); \
     } while (0)
 void dist_enter_(dist_env *d, const char *expr);
 void dist_check_nccl_(dist_env *d, ncclResult_t result, const char *expr, const char *file, int line);

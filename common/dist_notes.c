@@ -14,11 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>  // getpid, unlink, fsync
+#include <unistd.h>  // getpid
 
 #include "dist.h"
 #include "dist_parts.h"
-#include "own_file.h"  // own_file_create
+#include "own_file.h"  // own_file_create, own_file_publish
 #include "timing.h"    // wall_clock_s
 
 #define NOTE_SLACK_S 5.0  // a note without a fingerprint counts from this long before this process's start
@@ -31,13 +31,8 @@ int dist_write_whole(const char *path, const char *text)
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     FILE *f = own_file_create(tmp);
     if (!f) return -1;
-    int bad = fputs(text, f) < 0 || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad = fclose(f) != 0 || bad;
-    if (bad || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
+    fputs(text, f);
+    return own_file_publish(f, tmp, path);  // a failed write shows in ferror
 }
 
 static void note_path(const dist_env *d, int rank, char *out, size_t size)

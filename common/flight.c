@@ -6,9 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>  // getpid, unlink, fsync
+#include <unistd.h>  // getpid
 
-#include "own_file.h"  // own_file_create
+#include "own_file.h"  // own_file_create, own_file_publish
 
 static const char *const OP_NAMES[FLIGHT_OPS] = {"all-reduce", "all-gather", "send", "recv"};
 
@@ -63,15 +63,7 @@ int flight_write(const char *path, const flight_ring *r)
         fprintf(f, "%lld %lld %s %lld %d %lld %lld %d %s %d\n", e->seq, e->index, flight_op_name(e->op), e->batch,
                 e->part, e->count, e->bytes, e->peer, e->stream[0] ? e->stream : "-", e->fired);
     }
-    int bad = fflush(f) != 0 || fsync(fileno(f)) != 0;
-    bad = fclose(f) != 0 || bad;
-    if (bad || rename(tmp, path) != 0) {
-        int saved = errno;
-        unlink(tmp);
-        errno = saved;
-        return -1;
-    }
-    return 0;
+    return own_file_publish(f, tmp, path);  // read after the run, whole or not at all
 }
 
 static int fail_read(FILE *f, flight_ring *r, char *why, size_t size, const char *path, const char *what, long line)

@@ -24,6 +24,19 @@ FILE *own_file_create(const char *path)
     return f;
 }
 
+int own_file_publish(FILE *f, const char *tmp, const char *path)
+{
+    int bad = ferror(f) != 0;
+    bad = fclose(f) != 0 || bad;
+    if (bad || rename(tmp, path) != 0) {
+        int saved = errno;
+        unlink(tmp);
+        errno = saved;
+        return -1;
+    }
+    return 0;
+}
+
 int own_folder_check(const char *folder, char *why, size_t size)
 {
     struct stat st;

@@ -25,14 +25,14 @@
 #include "timeline.h"
 #include "trace_internal.h"  // trace_record_event, trace_drop_syncs, trace_report
 
-#define CUPTI_CHECK(expr)                                                      \
-    do {                                                                       \
-        CUptiResult check_res_ = (expr);                                       \
-        if (check_res_ != CUPTI_SUCCESS) {                                     \
-            const char *check_text_ = "unknown CUPTI error";                   \
-            cuptiGetResultString(check_res_, &check_text_);                    \
-            check_fail(#expr, __FILE__, __LINE__, "CUptiResult", check_text_); \
-        }                                                                      \
+#define CUPTI_CHECK(expr)                                                                 \
+    do {                                                                                  \
+        CUptiResult check_res_ = (expr);                                                  \
+        if (check_res_ != CUPTI_SUCCESS) {                                                \
+            const char *check_text_ = "unknown CUPTI error";                              \
+            cuptiGetResultString(check_res_, &check_text_);                               \
+            check_fail(CALL_TEXT(#expr), __FILE__, __LINE__, "CUptiResult", check_text_); \
+        }                                                                                 \
     } while (0)
 
 #define BUFFER_BYTES (8u << 20)

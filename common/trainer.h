@@ -140,31 +140,9 @@ int event_pending(cudaEvent_t event);
 // Takes batch i's loss from the pinned ring (the caller knows its copy has landed).
 void trainer_take_loss(trainer *t, long i);
 
-// Lesson 08's loss ring, for the lessons after it (common/loss_ring.c). One event per ring slot,
-// recorded after that slot's copy. The loop keeps the first batch whose loss it
-// has not taken yet (`next_loss`, 0 when a run starts).
-// At the end of an interval the host waits for the loss of the batch *before*
-// the newest, so that the newest step stays queued and the GPU works while the
-// host prepares the next batch: the ring needs interval + 1 slots (notes/08).
 // How the host waits for an event: cudaEventSynchronize, or a wait of the lesson's own (12: one
-// that polls, and gives up when another rank has failed).
+// that polls, and gives up when another rank has failed). Lesson 08's loss ring takes one.
 typedef cudaError_t (*event_wait_fn)(void *ctx, cudaEvent_t event);
-typedef struct {
-    cudaEvent_t *ready;
-    int slots;
-    event_wait_fn wait;  // NULL: cudaEventSynchronize
-    void *wait_ctx;
-} loss_ring;
-void loss_ring_create(loss_ring *r, const trainer *t, unsigned event_flags);
-// The ring's waits go through `wait` (with ctx) from now on, counted as before.
-void loss_ring_wait_with(loss_ring *r, event_wait_fn wait, void *ctx);
-void loss_ring_destroy(loss_ring *r);
-// Queues the copy of batch i's loss into its pinned slot on `stream`, then the slot's event.
-void loss_ring_queue(loss_ring *r, trainer *t, long i, cudaStream_t stream);
-// At batch i: at the end of each interval of `interval` batches, one counted wait
-// (HOST_SYNC) for batch i-1's loss (batch i's after the last batch), then every
-// loss from *next_loss up to it. Returns at once in the other batches.
-void loss_ring_interval(loss_ring *r, trainer *t, long i, int interval, long *next_loss);
 
 #ifdef __cplusplus
 }

@@ -125,9 +125,13 @@ stale_defines() {
     shift 2
     used=$(identifiers "$@")
     listed=$(defines_lists "$@" | awk '$2 ~ /^common\//')
+    local cache=$BATS_TEST_TMPDIR/declared  # what each header declares, read once
+    mkdir -p "$cache"
     while read -r file header name; do
         [ -n "$name" ] || continue
-        declared_by "$dir" "$header" | grep -qx -- "$name" || echo "${file#"$dir"/}: $header declares no $name"
+        local c=$cache/${header//\//_}
+        [ -f "$c" ] || declared_by "$dir" "$header" >"$c"
+        grep -qx -- "$name" "$c" || echo "${file#"$dir"/}: $header declares no $name"
         grep -qx -- "$name" <<<"$used" || echo "${file#"$dir"/}: $name is listed for $header, never used"
     done <<<"$listed"
     api=$(functions_defined "$dir"/common/*.h | sort -u)
@@ -256,7 +260,7 @@ EXERCISE_KEY_CALLS='
 07-copy-event         cudaEventRecord\(sync->copied
 07-step-event         cudaEventSynchronize\(sync->stepped
 08-device-slot        cudaStreamWaitEvent\(t->copy_stream, sync->stepped
-08-interval           HOST_SYNC\(
+08-interval           HOST_SYNC\(t, ring_wait\(r, r->ready\[upto
 09-backward-wait      cudaStreamWaitEvent\(p->backward, p->forwarded
 09-host-slot          SLOT_WAIT\(t, cudaEventSynchronize\(p->copied
 11-fork               cudaStreamWaitEvent\(g->forward, g->landed
@@ -293,21 +297,41 @@ EXERCISE_KEY_CALLS='
     done <<<"$EXERCISE_KEY_CALLS"
 }
 
-@test "course: a lesson that stands on an earlier one links its solution (the Makefile's STANDS_ON), never a copy of its answers, nor common/" {
+@test "course: a lesson stands on an earlier one by linking its library (LIBRARY, STANDS_ON), never a copy of its answers" {
     stands=$(sed -n 's/^STANDS_ON\.\([0-9][0-9]_[a-z_]*\) := \(.*\)$/\1 \2/p' "$ROOT/Makefile")
     [ -n "$stands" ] || fail "no STANDS_ON in the Makefile"
-    while read -r lesson files; do
-        for f in $files; do
-            [ -f "$ROOT/$f" ] || fail "STANDS_ON.$lesson names $f, which is not there"
-            earlier=$(basename "$(dirname "$f")")
+    while read -r lesson earlier_ones; do
+        [ -d "$ROOT/solutions/$lesson" ] || fail "STANDS_ON.$lesson: no lesson $lesson"
+        for earlier in $earlier_ones; do
+            [ "${earlier:0:2}" \< "${lesson:0:2}" ] || fail "STANDS_ON.$lesson names $earlier, which is not an earlier lesson"
+            files=$(sed -n "s/^LIBRARY\.$earlier := //p" "$ROOT/Makefile")
+            [ -n "$files" ] || fail "STANDS_ON.$lesson names $earlier, which has no LIBRARY.$earlier"
+            for f in $files; do
+                [ -f "$ROOT/solutions/$earlier/$f" ] || fail "LIBRARY.$earlier names $f, which is not in solutions/$earlier"
+                ! c_code "$ROOT/solutions/$earlier/$f" | grep -qE '(^|[^A-Za-z0-9_])main\(' ||
+                    fail "LIBRARY.$earlier holds $f, which defines main"
+            done
+            # the headers a later lesson includes (and a handout carries in lib/) hold no exercise
+            ! grep -l 'BEGIN SOLUTION' "$ROOT/solutions/$earlier"/*.h 2>/dev/null ||
+                fail "a header of lesson $earlier holds an exercise region"
             while read -r id call; do
                 [ "${id:0:2}" = "${earlier:0:2}" ] || continue
-                found=$(c_code "$ROOT"/common/* "$ROOT/solutions/$lesson"/* "$ROOT/lessons/$lesson"/* | grep -E "$call" |
+                found=$(c_code "$ROOT/solutions/$lesson"/* "$ROOT/lessons/$lesson"/* | grep -E "$call" |
                     sed "s|^$ROOT/||") || true
                 [ -z "$found" ] || fail "$id's answer is typed again outside lesson $earlier: $found"
             done <<<"$EXERCISE_KEY_CALLS"
         done
     done <<<"$stands"
+}
+
+@test "course: common/ holds no lesson's answer and no lesson's step (its files name no exercise, type no key call)" {
+    found=$(grep -rlE 'BEGIN SOLUTION|handout-answer' "$ROOT/common" | sed "s|^$ROOT/||") || true
+    [ -z "$found" ] || fail "common/ files that hold an exercise: $found"
+    while read -r id call; do
+        [ -n "$id" ] || continue
+        found=$(c_code "$ROOT"/common/* | grep -E "$call" | sed "s|^$ROOT/||") || true
+        [ -z "$found" ] || fail "$id's key call is in common/: $found"
+    done <<<"$EXERCISE_KEY_CALLS"
 }
 
 # long_functions MAX FILE...: "FILE:LINE: NAME (N lines)" for every function whose body, from its

@@ -22,7 +22,7 @@ SANITIZE=(--size-mib 2 --chunks 8 --reps 1 --warmup 0 --priority-trials 2)
 
 setup_file() {
     detect_gpu
-    export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
+    export BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT-120}  # set but empty (a run inside a check): none
 }
 
 # assert_within_bound FILE EFFICIENCY_KEY VERIFIED_KEY: the run was verified, and

@@ -101,7 +101,7 @@ setup_file() {
 # bats test_tags=gpu,timed,ex:06-copy-sync,ex:06-step-sync
 @test "06 trace: the GPU idles while the host prepares, and CUPTI sees the lesson's two syncs per batch and no other" {
     need_gpu
-    assert_verified_under_delays "$P" $SMALL
+    assert_verified_under_test_delays "$P" $SMALL
     run prog "$P" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/t.json"
     assert_success
     jq -e . "$BATS_TEST_TMPDIR/t.json" >/dev/null

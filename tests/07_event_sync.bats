@@ -46,7 +46,7 @@ setup_file() {
 # bats test_tags=gpu,timed,ex:07-copy-event,ex:07-step-event
 @test "07 the sleeping wait costs less CPU time per step than the spinning one" {
     need_gpu
-    assert_verified_under_delays "$P" $SMALL
+    assert_verified_under_test_delays "$P" $SMALL
     # the GPU-heavy model: the host waits long enough per batch for the difference to show
     run_json r "$P" --batches 40 --reps 3 --warmup 1
     assert_success

@@ -64,7 +64,7 @@ setup_file() {
 # bats test_tags=gpu,timed,ex:08-host-slot,ex:08-device-slot,ex:08-interval
 @test "08 at the balanced default runs within 20% of its bound: prep and GPU overlap" {
     need_overlap
-    assert_verified_under_delays "$P" $SMALL
+    assert_verified_under_test_delays "$P" $SMALL
     run_json r "$P" $BALANCED
     assert_success
     # bound = max(the main thread's own work, copy, GPU step), all measured in this run
@@ -74,7 +74,7 @@ setup_file() {
 # bats test_tags=gpu,timed,ex:08-host-slot,ex:08-device-slot,ex:08-interval
 @test "08 trace: the GPU works while the host prepares; CUPTI sees the lesson's waits and no other" {
     need_overlap
-    assert_verified_under_delays "$P" $SMALL
+    assert_verified_under_test_delays "$P" $SMALL
     run --separate-stderr prog "$P" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/t.json" --json
     assert_success
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/r.json"

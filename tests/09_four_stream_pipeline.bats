@@ -58,7 +58,7 @@ setup_file() {
 # bats test_tags=gpu,timed,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free
 @test "09 trace: forward and backward never overlap, and copies run under the compute" {
     need_overlap
-    assert_verified_under_delays "$P" $SMALL
+    assert_verified_under_test_delays "$P" $SMALL
     run prog "$P" $GPU_HEAVY --trace "$BATS_TEST_TMPDIR/t.json"
     assert_success
     "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/t.json" --window run >"$BATS_TEST_TMPDIR/s.txt"
@@ -71,7 +71,7 @@ setup_file() {
 # bats test_tags=gpu,timed,ex:09-forward-waits,ex:09-backward-wait,ex:09-slot-free
 @test "09 at the balanced default runs within 20% of its bound" {
     need_overlap
-    assert_verified_under_delays "$P" $SMALL
+    assert_verified_under_test_delays "$P" $SMALL
     run_json r "$P" $BALANCED
     assert_success
     assert_num "$(json_get "$BATS_TEST_TMPDIR/r.json" efficiency)" ">=" 0.8 "bound / step"

@@ -64,7 +64,7 @@ setup_file() {
 # bats test_tags=gpu,timed,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
 @test "10 trace: loader threads prepare batches while the GPU works; CUPTI sees the lesson's waits" {
     need_overlap
-    assert_verified_under_delays "$P" $SMALL
+    assert_verified_under_test_delays "$P" $SMALL
     run --separate-stderr prog "$P" $GPU_HEAVY --workers 2 --trace "$BATS_TEST_TMPDIR/t.json" --json
     assert_success
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/r.json"
@@ -80,7 +80,7 @@ setup_file() {
 # bats test_tags=gpu,timed,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
 @test "10 at the balanced default runs within 20% of its bound" {
     need_overlap
-    assert_verified_under_delays "$P" $SMALL
+    assert_verified_under_test_delays "$P" $SMALL
     run_json r "$P" $BALANCED
     assert_success
     assert_num "$(json_get "$BATS_TEST_TMPDIR/r.json" efficiency)" ">=" 0.8 "bound / step"

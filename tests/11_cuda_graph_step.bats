@@ -143,7 +143,7 @@ half() {
 # bats test_tags=gpu,timed,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch,ex:11-backward-wait
 @test "11 on a small model the graph issues a step in under half the eager host time and steps faster; at the default it is no slower" {
     need_overlap
-    assert_verified_under_delays "$P" $SMALL
+    assert_verified_under_test_delays "$P" $SMALL
     run_json l "$P" $LAUNCH_BOUND
     assert_success
     f=$BATS_TEST_TMPDIR/l.json

@@ -218,12 +218,12 @@ EOF
 # ----------------------------------------------------------------------------
 # one stage: any GPU
 
-# assert_one_stage_verified M: one stage, M micro-batches, both schedules, every test delay
-assert_one_stage_verified() {
+# assert_one_stage_run M: the run of $BATS_TEST_TMPDIR/v.json (f), one stage of M micro-batches, was
+# verified: both schedules, round-robin, every run bit-identical to the reference, every loss taken once
+assert_one_stage_run() {
     local m=$1
-    # shellcheck disable=SC2086
-    assert_verified_under_delays "$P" $SMALL --micro-batches "$m"
     f=$BATS_TEST_TMPDIR/v.json
+    assert_equal "$(json_get "$f" matches_reference) $(json_get "$f" losses_once)" "true true"
     assert_equal "$(json_get "$f" losses_taken)" "$NB"
     assert_equal "$(json_get "$f" runs_identical)" true
     assert_equal "$(json_get "$f" ranks_verified)" true
@@ -235,44 +235,49 @@ assert_one_stage_verified() {
     assert_num "$(json_get "$f" gpipe_step_ms)" ">" 0 "the gpipe schedule's step"
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 one stage, 1 micro-batch: both schedules bit-identical to the reference under every test delay" {
-    need_nccl_gpu
-    assert_one_stage_verified 1
+# rel A B: |A - B| / B
+rel() {
+    awk -v a="$1" -v b="$2" 'BEGIN { d = a - b; if (d < 0) d = -d; print d / b }'
 }
 
-# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 one stage, 4 micro-batches: both schedules bit-identical under every test delay; 8, GPipe first, without delay" {
-    need_nccl_gpu
-    assert_one_stage_verified 4
-    run_json v "$P" $SMALL --micro-batches 8 --schedule gpipe
-    assert_success
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" matches_reference)" true
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" schedule)" gpipe
-}
-
+# Not tagged ex:13-accumulate: with one micro-batch a backward pass replaces the gradients whatever
+# the exercise says (nothing to add to), and the reference's too.
 # bats test_tags=gpu,ex:13-one-f-one-b,ex:13-slot-return
-@test "13 one stage, one micro-batch: lesson 06's losses and weights, bit for bit, under each test delay; four: 06's losses within 1e-4" {
+@test "13 one stage, one micro-batch: both schedules bit-identical to the reference and to lesson 06 under every test delay" {
     need_nccl_gpu
     run --separate-stderr ref 06_per_batch_sync $SMALL --json
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
     a=$BATS_TEST_TMPDIR/a.json
     for delay in "${DELAYS[@]}"; do
         # shellcheck disable=SC2086
-        run_json r "$P" $SMALL --micro-batches 1 $delay
-        assert_success
-        f=$BATS_TEST_TMPDIR/r.json
+        run_json v "$P" $SMALL --micro-batches 1 $delay
+        [ "$status" -eq 0 ] || fail "one micro-batch $delay: not verified (exit code $status)"
+        assert_one_stage_run 1
         assert_equal "$(json_get "$f" loss_checksum) $(json_get "$f" weights_checksum)" \
             "$(json_get "$a" loss_checksum) $(json_get "$a" weights_checksum)"
     done
-    # four micro-batches sum each gradient in four parts: other roundings, the same training
-    run_json r "$P" $SMALL13
-    assert_success
-    for key in loss_first loss_last; do
-        d=$(awk -v x="$(json_get "$BATS_TEST_TMPDIR/r.json" $key)" -v y="$(json_get "$a" $key)" \
-            'BEGIN { d = x - y; if (d < 0) d = -d; print d / y }')
-        assert_num "$d" "<=" 1e-4 "$key: four micro-batches against 06, relative"
+}
+
+# bats test_tags=gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
+@test "13 one stage, 4 micro-batches: both schedules bit-identical under every delay, 06's losses within 1e-4; 8, GPipe first" {
+    need_nccl_gpu
+    run --separate-stderr ref 06_per_batch_sync $SMALL --json
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/a.json"
+    for delay in "${DELAYS[@]}"; do
+        # shellcheck disable=SC2086
+        run_json v "$P" $SMALL13 $delay
+        [ "$status" -eq 0 ] || fail "four micro-batches $delay: not verified (exit code $status)"
+        assert_one_stage_run 4
+        # four micro-batches sum each gradient in four parts: other roundings, the same training
+        for key in loss_first loss_last; do
+            assert_num "$(rel "$(json_get "$f" $key)" "$(json_get "$BATS_TEST_TMPDIR/a.json" $key)")" "<=" 1e-4 \
+                "$key: four micro-batches against 06, relative ($delay)"
+        done
     done
+    run_json v "$P" $SMALL --micro-batches 8 --schedule gpipe
+    assert_success
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" matches_reference)" true
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" schedule)" gpipe
 }
 
 # bats test_tags=gpu,ex:13-one-f-one-b,ex:13-slot-return
@@ -315,117 +320,84 @@ assert_one_stage_verified() {
 # ----------------------------------------------------------------------------
 # two and four stages: as many GPUs, or simulated nodes on one
 
-# assert_stages_match P M ARGS...: P stages with M micro-batches (both schedules, round-robin)
-# give the one-stage run's losses and every layer's weights, bit for bit, on every rank.
+# assert_stages_match P M DELAY ARGS...: P stages with M micro-batches (both schedules, round-robin),
+# under DELAY ("" or a test delay), give the one-stage run's losses and every layer's weights, bit for
+# bit, on every rank, every loss taken once; every activation and error crosses each of the P - 1
+# boundaries once per micro-batch and batch; stage s holds at most the slots its schedule needs
+# (1F1B: min(P - s, M); GPipe: M). The course's own one-stage run (ARGS, no delay: a delay changes
+# no bit) is in $BATS_TEST_TMPDIR/a.json.
 assert_stages_match() {
-    local p=$1 m=$2
-    shift 2
+    local p=$1 m=$2 delay=$3 n
+    shift 3
     one_stage a $SMALL --micro-batches "$m" --reps 1 --warmup 0 "$@"
-    run_ranks "$p" r "$P" $SMALL --micro-batches "$m" --reps 1 --warmup 0 "$@"
-    [ "$status" -eq 0 ] || fail "$p stages, $m micro-batches $*: not verified (exit code $status)"
+    # shellcheck disable=SC2086
+    run_ranks "$p" r "$P" $SMALL --micro-batches "$m" --reps 1 --warmup 0 "$@" $delay
+    [ "$status" -eq 0 ] || fail "$p stages, $m micro-batches $* $delay: not verified (exit code $status)"
     f=$BATS_TEST_TMPDIR/r.json a=$BATS_TEST_TMPDIR/a.json
     assert_equal "$(json_get "$f" world_size) $(json_get "$f" stages)" "$p $p"
     assert_equal "$(json_get "$f" matches_reference)" true  # on rank 0, against its own one-stage reference
     assert_equal "$(json_get "$f" ranks_verified)" true     # ... and on every other rank
     assert_equal "$(json_get "$f" runs_identical)" true     # both schedules, every run
-    assert_equal "$(json_get "$f" crossings_once)" true
+    assert_equal "$(json_get "$f" losses_once) $(json_get "$f" crossings_once)" "true true"
     assert_equal "$(json_get "$f" loss_checksum)" "$(json_get "$a" loss_checksum)"
     assert_equal "$(json_get "$f" layer_checksums)" "$(json_get "$a" layer_checksums)"
+    # counted here, not by the program: each way, (P - 1) x M x batches
+    n=$(((p - 1) * m * $(json_get "$f" batches)))
+    assert_equal "$(json_get "$f" act_crossings) $(json_get "$f" error_crossings)" "$n $n"
+    assert_equal "$(json_get "$f" 1f1b_peak_slots_per_stage)" "$(peak_slots 1f1b "$p" "$m")"
+    assert_equal "$(json_get "$f" gpipe_peak_slots_per_stage)" "$(peak_slots gpipe "$p" "$m")"
 }
 
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 two stages: the one-stage run's losses and every layer's weights, bit for bit, both schedules, 1 and 2 micro-batches" {
+# peak_slots SCHEDULE P M: "N0,N1,...", the micro-batches stage s of P holds at most: 1F1B min(P - s, M), GPipe M
+peak_slots() {
+    local s
+    for ((s = 0; s < $2; s++)); do
+        [ "$s" -eq 0 ] || printf ,
+        if [ "$1" = 1f1b ]; then printf '%d' $(($2 - s < $3 ? $2 - s : $3)); else printf '%d' "$3"; fi
+    done
+}
+
+# The checks of bits give each run one test delay: a delay changes no bit, and a missing wait
+# diverges under its delay whatever M (13-recv-wait with the copies and hand-overs held back,
+# 13-send-after-forward with the compute). The compute is held back where stage 0 reuses a slot
+# within a batch under 1F1B (M > P): a slot refilled before its backward pass has read it diverges.
+# Four stages: 4 batches a run (every run of four simulated nodes pays for their loopback
+# sockets; a missing wait or a wrong schedule shows in the first batch's bits).
+
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
+@test "13 two stages, 1, 2 and 4 micro-batches: the one-stage run's bits, without delay, copies held back, then compute" {
     need_nccl_gpu
-    for m in 1 2; do
-        assert_stages_match 2 $m
+    for mk in "1 0" "2 1" "4 2"; do
+        read -r m k <<<"$mk"
+        assert_stages_match 2 "$m" "${DELAYS[k]}"
         assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1-2|3-4"
     done
 }
 
 # bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 two stages: the one-stage run's losses and every layer's weights, bit for bit, both schedules, 4 and 8 micro-batches" {
+@test "13 two stages, 8 micro-batches, GPipe first: the one-stage run's bits, every hand-over once, 1F1B's slots 2 and 1, GPipe's 8" {
     need_nccl_gpu
-    for m in 4 8; do
-        assert_stages_match 2 $m
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1-2|3-4"
-    done
+    assert_stages_match 2 8 "" --schedule gpipe
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" schedule) $(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "gpipe 1-2|3-4"
 }
 
-# four stages: 4 batches a run (every run of four simulated nodes pays for their loopback sockets;
-# a missing wait or a wrong schedule shows in the first batch's bits)
-
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 four stages: the one-stage run's bits for 1 and 2 micro-batches, fewer than the stages" {
+# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
+@test "13 four stages, 1, 2 and 4 micro-batches: the one-stage run's bits, without delay, copies held back, then compute" {
     need_nccl_gpu
-    for m in 1 2; do
-        assert_stages_match 4 $m --batches 4
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1|2|3|4"
-    done
-}
-
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 four stages: the one-stage run's bits for 4 and 8 micro-batches" {
-    need_nccl_gpu
-    for m in 4 8; do
-        assert_stages_match 4 $m --batches 4
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1|2|3|4"
-    done
-}
-
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 four stages: the one-stage run's bits for 16 micro-batches" {
-    need_nccl_gpu
-    for m in 16; do
-        assert_stages_match 4 $m --batches 4
+    for mk in "1 0" "2 1" "4 2"; do
+        read -r m k <<<"$mk"
+        assert_stages_match 4 "$m" "${DELAYS[k]}" --batches 4
         assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1|2|3|4"
     done
 }
 
 # bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
-@test "13 two stages: every run bit-identical to the reference on every stage, under every test delay" {
+@test "13 four stages, 8 and 16 micro-batches: the one-stage run's bits, copies held back, then compute" {
     need_nccl_gpu
-    for delay in "${DELAYS[@]}"; do
-        # shellcheck disable=SC2086
-        assert_stages_match 2 4 $delay
-        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" losses_once)" true
-    done
-}
-
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-recv-wait,ex:13-send-after-forward,ex:13-accumulate,ex:13-slot-return
-@test "13 four stages: every run bit-identical to the reference on every stage, copies delayed, then compute" {
-    need_nccl_gpu
-    for delay in "${DELAYS[@]:1}"; do
-        # shellcheck disable=SC2086
-        assert_stages_match 4 8 --batches 4 $delay
-    done
-}
-
-# bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-slot-return
-@test "13 two and four stages: every micro-batch crosses once each way; 1F1B holds p - s micro-batches on stage s, GPipe M" {
-    need_nccl_gpu
-    run_ranks 2 r "$P" $SMALL --micro-batches 8
-    assert_success
-    f=$BATS_TEST_TMPDIR/r.json
-    # one boundary, 8 micro-batches, NB batches: each activation up once, each error down once
-    assert_equal "$(json_get "$f" expected_crossings)" $((NB * 8))
-    assert_equal "$(json_get "$f" act_crossings) $(json_get "$f" error_crossings)" "$((NB * 8)) $((NB * 8))"
-    assert_equal "$(json_get "$f" 1f1b_peak_slots_per_stage)" "2,1"
-    assert_equal "$(json_get "$f" gpipe_peak_slots_per_stage)" "8,8"
-    # GPipe first: the same figures, the lesson's own schedule named
-    run_ranks 2 g "$P" $SMALL --micro-batches 8 --schedule gpipe
-    assert_success
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/g.json" schedule)" gpipe
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/g.json" act_crossings)" $((NB * 8))
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/g.json" gpipe_peak_slots_per_stage)" "8,8"
-    # four stages, three boundaries; with 2 micro-batches, fewer than the stages: at most 2 held
-    for m in 8 2; do
-        run_ranks 4 r "$P" $SMALL --micro-batches $m --reps 1 --warmup 0
-        assert_success
-        f=$BATS_TEST_TMPDIR/r.json
-        assert_equal "$(json_get "$f" act_crossings) $(json_get "$f" error_crossings)" "$((3 * m * NB)) $((3 * m * NB))"
-        want=$(for s in 0 1 2 3; do printf '%s%d' "$([ $s -gt 0 ] && echo ,)" $((4 - s < m ? 4 - s : m)); done)
-        assert_equal "$(json_get "$f" 1f1b_peak_slots_per_stage)" "$want"
-        assert_equal "$(json_get "$f" gpipe_peak_slots_per_stage)" "$m,$m,$m,$m"
+    for mk in "8 1" "16 2"; do
+        read -r m k <<<"$mk"
+        assert_stages_match 4 "$m" "${DELAYS[k]}" --batches 4
+        assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "1|2|3|4"
     done
 }
 

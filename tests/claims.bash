@@ -95,6 +95,7 @@ claim_build() {
     l=$(cd "$tree/solutions" && echo "$lesson"_*)
     mkdir -p "$tree/build/solutions"
     cp -a "$build/common" "$build/libcourse.a" "$build/libcourse-host.a" "$build/tools" "$tree/build/"
+    [ -d "$build/lib" ] && cp -a "$build/lib" "$tree/build/"  # the lessons' libraries (STANDS_ON)
     [ -x "$build/solutions/$l" ] && cp -a "$build/solutions/$l" "$tree/build/solutions/"
     for t in "$tree"/tools/*.c; do targets+=("build/tools/$(basename "$t" .c)"); done
     make -s --no-print-directory -C "$tree" BUILD=build ${ARCH:+"ARCH=$ARCH"} "build/solutions/$l" "${targets[@]}"

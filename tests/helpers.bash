@@ -1,10 +1,11 @@
 # helpers.bash: what every test file loads.
 #
 # The programs under test come from $COURSE_BIN (default build/solutions; in a
-# handout, a student's copy without solutions/, build/lessons); the grader points it
-# at build/lessons or at a student's build. Checks that compare with another lesson
-# use $REF_BIN, the course's own solutions (in a handout the prebuilt reference/),
-# never the student's other lessons. GPU tests call need_gpu first: it skips them, with the
+# handout, a student's copy without solutions/, the prebuilt reference/solutions:
+# `make test` there checks the machine and the course, not the student's code); the
+# grader points it at build/lessons or at a student's build. Checks that compare with
+# another lesson use $REF_BIN, the course's own solutions (in a handout the prebuilt
+# reference/), never the student's other lessons. GPU tests call need_gpu first: it skips them, with the
 # reason, where no usable GPU is found.
 #
 # Tags: `ex:ID` marks a check of exercise ID: it is scored, and it must fail while
@@ -20,8 +21,8 @@ if [ -d "$ROOT/solutions" ]; then
     BIN=${COURSE_BIN:-$ROOT/build/solutions}
     REF_BIN=${COURSE_REF_BIN:-$ROOT/build/solutions}
     TOOLS=${COURSE_TOOLS:-$(dirname "$REF_BIN")/tools}  # the tools of the build under test
-else  # a student's copy (tools/make-handout): their lessons, against the prebuilt reference
-    BIN=${COURSE_BIN:-$ROOT/build/lessons}
+else  # a student's copy (tools/make-handout): the prebuilt reference (the grader: their lessons)
+    BIN=${COURSE_BIN:-$ROOT/reference/solutions}
     REF_BIN=${COURSE_REF_BIN:-$ROOT/reference/solutions}
     TOOLS=${COURSE_TOOLS:-$ROOT/build/tools}
 fi
@@ -216,6 +217,14 @@ assert_verified_under_delays() {
         assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" matches_reference)" true
         assert_equal "$(json_get "$BATS_TEST_TMPDIR/v.json" losses_once)" true
     done
+}
+
+# assert_verified_under_test_delays PROGRAM ARGS...: as assert_verified_under_delays, under the two
+# test delays alone: for a check whose own run, without a delay, is verified too (a check of speed
+# or of a trace, which runs alone among the timed checks: one program start fewer there).
+assert_verified_under_test_delays() {
+    local DELAYS=("${DELAYS[@]:1}")
+    assert_verified_under_delays "$@"
 }
 
 # check_rejects PROGRAM OPTION VALUE...: each value must be refused with exit code 2

@@ -449,6 +449,282 @@ scripts() {
     done
 }
 
+# plant DIR: DIR/planted.bats, whose checks leave processes behind (their ids in $PIDS): one holding
+# bats's output (its fd 3) as every background process of a check does, one holding it as its
+# stdout, one holding nothing, and one that empties BATS_TEST_TIMEOUT inside the check: bats 1.8.2
+# then never ends its countdown (a subshell and its sleep, holding bats's output: what held the
+# suite 14 minutes on four H200, 2026-11-27, from tests/handout.bats). One check fails. Each
+# check writes when it ended into $PIDS.ends.
+plant() {
+    # (@test written as TEST: bats would read an @test line of this file as one of its own)
+    sed 's/^TEST /@test /' >"$1/planted.bats" <<'EOF'
+teardown() {
+    date +%s >>"$PIDS.ends"
+}
+TEST "planted: leaves a sleep behind" {
+    sleep 300 &
+    echo $! >>"$PIDS"
+}
+TEST "planted: leaves a child holding its stdout" {
+    sleep 300 >&3 3>&- &
+    echo $! >>"$PIDS"
+}
+TEST "planted: leaves a sleep that holds nothing" {
+    sleep 300 >/dev/null 2>&1 3>&- 4>&- &
+    echo $! >>"$PIDS"
+}
+TEST "planted: empties its BATS_TEST_TIMEOUT, leaving bats's countdown behind" {
+    if [ -n "${BATS_killer_pid:-}" ]; then  # bats's countdown (a local of its caller): it and its sleep
+        echo "$BATS_killer_pid" >>"$PIDS"
+        pgrep -P "$BATS_killer_pid" >>"$PIDS"
+    fi
+    export BATS_TEST_TIMEOUT=
+}
+TEST "planted: fails, saying its BATS_TEST_TIMEOUT" {
+    echo "[${BATS_TEST_TIMEOUT-unset}]" >"$PIDS.timeout"
+    false
+}
+TEST "planted: passes" {
+    true
+}
+EOF
+}
+
+# assert_ended_soon: the run ended (now) within 15 s of the end of its last check ($PIDS.ends),
+# and every process its checks left behind ($PIDS) is gone within seconds
+assert_ended_soon() {
+    local last p k
+    last=$(sort -n "$PIDS.ends" | tail -n 1)
+    assert_num "$(($(date +%s) - last))" "<" 15 "seconds from the last check's end to the run's (the leftovers sleep 300)"
+    for p in $(cat "$PIDS"); do
+        for ((k = 0; k < 50; k++)); do
+            case $(ps -o stat= -p "$p" 2>/dev/null) in "" | Z*) break ;; esac
+            sleep 0.1
+        done
+        [ "$k" -lt 50 ] || fail "a process a check left behind is still there: $(ps -o pid=,cmd= -p "$p")"
+    done
+}
+
+@test "tools: checks that leave processes behind keep neither bats-pool nor run-tests waiting, and none of them is left" {
+    plant "$BATS_TEST_TMPDIR"
+    export PIDS=$BATS_TEST_TMPDIR/pids
+    # a run of its own (not inside a check), each check with a BATS_TEST_TIMEOUT
+    run --separate-stderr env -u BATS_TEST_NAME BATS_TEST_TIMEOUT=300 timeout 60 "$ROOT/tools/bats-pool" \
+        --out "$BATS_TEST_TMPDIR/pool" "$BATS_TEST_TMPDIR/planted.bats"
+    assert_equal "$status" 1  # the failing check, not a time limit (124)
+    assert_ended_soon
+    assert_equal "$(grep -c '^ok ' "$BATS_TEST_TMPDIR/pool/planted.tap")" 5
+    assert_equal "$(grep -c '^not ok 5 planted: fails' "$BATS_TEST_TMPDIR/pool/planted.tap")" 1
+    assert_equal "$(cat "$PIDS.timeout")" "[300]"
+    assert_equal "$(grep -c . "$PIDS")" 5  # the countdown and its sleep among them
+    # inside a check (this one), run-tests: its checks have no BATS_TEST_TIMEOUT of their own
+    rm -f "$PIDS" "$PIDS.ends"
+    run --separate-stderr env TAP_OUT="$BATS_TEST_TMPDIR/t.tap" timeout 60 "$ROOT/tools/run-tests" "$BATS_TEST_TMPDIR/planted.bats"
+    assert_equal "$status" 1
+    assert_ended_soon
+    assert_equal "${lines[-1]}" "5 passed, 1 failed, 0 skipped"
+    assert_equal "$(cat "$PIDS.timeout")" "[]"
+}
+
+# fake_build DIR GPUS: a build folder whose gpu-probe counts GPUS (and has nothing else)
+fake_build() {
+    mkdir -p "$1/tools"
+    printf '#!/bin/sh\n[ "${1:-}" = --count ] && { echo %s; exit 0; }\necho gpus=%s\n[ %s -gt 0 ] || { echo why=a stand-in; exit 3; }\n' \
+        "$2" "$2" "$2" >"$1/tools/gpu-probe"
+    chmod +x "$1/tools/gpu-probe"
+}
+
+@test "tools: dev-check --lanes --plan: a lane per GPU that gpu-probe counts, every lesson once, then the checks of speed; nothing run" {
+    b=$BATS_TEST_TMPDIR/b
+    lessons=$(cd "$ROOT/tests" && ls [0-9][0-9]_*.bats | cut -c1-2 | grep -v 00 | tr '\n' ' ')
+    speed=$(grep -l '^# bats test_tags=.*\bspeed\b' "$ROOT"/tests/[0-9][0-9]_*.bats | xargs -n 1 basename | cut -c1-2 | tr '\n' ' ')
+    [ -n "$speed" ] || fail "no lesson has a check of speed"
+    fake_build "$b" 4
+    run --separate-stderr env -u CUDA_VISIBLE_DEVICES "$ROOT/tools/dev-check" --lanes --plan --build "$b"
+    assert_success
+    assert_equal "${#lines[@]}" 3
+    assert_line --index 0 "lanes: 4 GPUs (counted by $b/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=0, 1, 2, 3"
+    [[ "${lines[1]}" == "lanes: side by side, the heaviest first, each on the next free GPU: "* ]] || fail "${lines[1]}"
+    assert_equal "$(tr ' ' '\n' <<<"${lines[1]##*: }" | sort | tr '\n' ' ')" "$lessons"
+    assert_line --index 2 "lanes: then, with all 4 GPUs visible, the checks of speed of ${speed% }"
+    # the heaviest first: lesson 13 (the most checks of ranks) before 07 (the fewest checks)
+    order=" ${lines[1]##*: } " before13=${order%% 13 *} before07=${order%% 07 *}
+    [ ${#before13} -lt ${#before07} ] || fail "13 does not start before 07: $order"
+    # two GPUs of those CUDA_VISIBLE_DEVICES names: a lane each, named as the user named them
+    fake_build "$b" 2
+    run --separate-stderr env CUDA_VISIBLE_DEVICES=3,5 "$ROOT/tools/dev-check" --lanes --plan --build "$b"
+    assert_line --index 0 "lanes: 2 GPUs (counted by $b/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=3, 5"
+    # one GPU: the lessons in turn, in their order; the checks of speed are not run
+    fake_build "$b" 1
+    run --separate-stderr env -u CUDA_VISIBLE_DEVICES "$ROOT/tools/dev-check" --lanes --plan --build "$b"
+    assert_success
+    assert_line --index 0 "lanes: 1 GPU (counted by $b/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=0"
+    assert_line --index 1 "lanes: one GPU: the lessons in turn: ${lessons% }"
+    assert_line --index 2 "lanes: the checks of speed of ${speed% } need two GPUs: not run here"
+    # none: exit code 3, one line
+    fake_build "$b" 0
+    run --separate-stderr "$ROOT/tools/dev-check" --lanes --plan --build "$b"
+    assert_equal "$status" 3
+    assert_equal "$(grep -c . <<<"$stderr")" 1
+    [[ "$stderr" == "dev-check: no usable GPU (a stand-in)" ]] || fail "$stderr"
+    assert_equal "$(ls "$b")" tools  # nothing written
+    # what --lanes cannot take
+    for args in "--plan" "--lanes --lesson 07" "--lanes --tags speed"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$ROOT/tools/dev-check" $args --build "$b"
+        assert_equal "$status" 2
+        assert_equal "$(grep -c . <<<"$stderr")" 1
+        [[ "$stderr" == "dev-check: "* ]] || fail "$args: $stderr"
+    done
+}
+
+# stored_lanes DIR: what a run of dev-check --lanes on two GPUs leaves in DIR/dev-check/lanes:
+# 05 passed, 12 had two problems, its checks of speed passed, 13 found no GPU
+stored_lanes() {
+    local l=$1/dev-check/lanes
+    mkdir -p "$l"
+    printf 'lanes: 2 GPUs (counted by x/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=0, 1\n' >"$l/plan.txt"
+    printf '12\tlesson\t0\t280\t1\n05\tlesson\t1\t95\t0\n13\tlesson\t1\t20\t3\n12\tspeed\tall\t40\t0\n' >"$l/parts.tsv"
+    echo 455 >"$l/seconds"
+    printf '== build\n\ndev-check: passed (solutions unsolved mutants, lesson 05)\n' >"$l/05.txt"
+    printf '== mutants\n\ndev-check: 2 problems (solutions unsolved mutants, lesson 12):\n  12-allreduce: 6 of 10 tagged checks do not fail without it\n  solution 12 fails: 12 two ranks\n' >"$l/12.txt"
+    printf 'dev-check: passed (solutions unsolved mutants, lesson 12)\n' >"$l/12.speed.txt"
+    printf '== build\n' >"$l/13.txt"
+}
+
+@test "tools: dev-check --lanes' summary from a stored run: a line per part, each problem named with its lesson, the last line as dev-check's" {
+    b=$BATS_TEST_TMPDIR/b
+    stored_lanes "$b"
+    run --separate-stderr env DEV_CHECK_REPORT_ONLY=1 "$ROOT/tools/dev-check" --lanes --build "$b"
+    assert_equal "$status" 1
+    assert_line --index 0 "dev-check --lanes: 4 parts in 455 s ($b/dev-check/lanes)"
+    assert_line --index 1 "  lanes: 2 GPUs (counted by x/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=0, 1"
+    assert_line --index 2 "  05 on GPU 1: passed (solutions unsolved mutants, lesson 05) (95 s)"
+    assert_line --index 3 "  12 on GPU 0: 2 problems (solutions unsolved mutants, lesson 12) (280 s)"
+    assert_line --index 4 "  12's checks of speed, every GPU: passed (solutions unsolved mutants, lesson 12) (40 s)"
+    assert_line --index 5 "  13 on GPU 1: exit status 3: == build (20 s)"
+    assert_line --index 6 "dev-check: 3 problems (lanes: solutions unsolved mutants):"
+    assert_line --index 7 "  12: 12-allreduce: 6 of 10 tagged checks do not fail without it"
+    assert_line --index 8 "  12: solution 12 fails: 12 two ranks"
+    assert_line --index 9 "  13: exit status 3: == build"
+    assert_equal "${#lines[@]}" 10
+    assert_equal "$(cat "$b/dev-check/lanes/summary.txt")" "$output"
+    # every part passed: exit code 0, the plain dev-check's last line
+    printf 'dev-check: passed (solutions unsolved mutants, lesson 12)\n' >"$b/dev-check/lanes/12.txt"
+    printf 'dev-check: passed (solutions unsolved mutants, lesson 13)\n' >"$b/dev-check/lanes/13.txt"
+    printf '12\tlesson\t0\t280\t0\n05\tlesson\t1\t95\t0\n13\tlesson\t1\t20\t0\n12\tspeed\tall\t40\t0\n' >"$b/dev-check/lanes/parts.tsv"
+    run --separate-stderr env DEV_CHECK_REPORT_ONLY=1 "$ROOT/tools/dev-check" --lanes --build "$b"
+    assert_success
+    assert_equal "${lines[-1]}" "dev-check: passed (lanes: solutions unsolved mutants)"
+}
+
+@test "tools: gpu-check without a GPU: exit code 3 and one line, nothing run or written" {
+    [ -x "$TOOLS/gpu-probe" ] || fail "$TOOLS/gpu-probe is not built (run make)"
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$ROOT/tools/gpu-check" --build "$(dirname "$TOOLS")" --out "$BATS_TEST_TMPDIR/g"
+    assert_equal "$status" 3
+    assert_equal "$(grep -c . <<<"$stderr")" 1
+    [[ "$stderr" == "gpu-check: no usable GPU ("* ]] || fail "$stderr"
+    [ ! -e "$BATS_TEST_TMPDIR/g" ] || fail "it wrote $(ls "$BATS_TEST_TMPDIR/g")"
+}
+
+@test "tools: gpu-check's summary from a stored run: a line per part with its time, the parts that failed named" {
+    g=$BATS_TEST_TMPDIR/g
+    mkdir -p "$g"
+    echo "2026-11-28 10:00 UTC, 4 GPUs (x/tools/gpu-probe), commit abc1234" >"$g/when"
+    printf 'suite\t412\t1\ndev-check\t305\t0\nhandouts\t200\t0\n' >"$g/times.tsv"
+    printf '1..2\nok 1 a\nnot ok 2 b\nrun-tests: 2 checks in 412 s (x)\n290 passed, 1 failed, 2 skipped\n' >"$g/suite.txt"
+    printf '1..3\nok 1 12 a check in 5ms\nok 2 13 two GPUs, speed: x in 12ms # skip a check of speed: it needs 2\nnot ok 3 b in 1ms\n' \
+        >"$g/suite.tap"
+    printf 'lanes: ...\n\ndev-check: passed (lanes: unsolved mutants)\n' >"$g/dev-check.txt"
+    printf '== handouts: ...\n\ndev-check: passed (handouts)\n' >"$g/handouts.txt"
+    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
+    assert_equal "$status" 1
+    assert_line --index 0 "gpu-check: 2026-11-28 10:00 UTC, 4 GPUs (x/tools/gpu-probe), commit abc1234 ($g)"
+    assert_line --index 1 "  suite: 290 passed, 1 failed, 2 skipped (412 s)"
+    assert_line --index 2 "  dev-check: passed (lanes: unsolved mutants) (305 s)"
+    assert_line --index 3 "  handouts: passed (handouts) (200 s)"
+    assert_line --index 4 "  suite skipped: 13 two GPUs, speed: x: a check of speed: it needs 2"
+    assert_line --index 5 "gpu-check: 1 of 3 parts failed: suite (917 s)"
+    assert_equal "${#lines[@]}" 6
+    assert_equal "$(cat "$g/summary.txt")" "$output"
+    # a part that never ended (stopped) is named as not run; every part passed: exit code 0
+    printf 'suite\t400\t0\n' >"$g/times.tsv"
+    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
+    assert_equal "$status" 1
+    assert_line --index 3 "  dev-check: not run"
+    printf 'suite\t400\t0\ndev-check\t300\t0\nhandouts\t100\t0\n' >"$g/times.tsv"
+    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
+    assert_success
+    assert_equal "${lines[-1]}" "gpu-check: passed (800 s)"
+}
+
+# The options of the scripts of tools/ that take a value: a tool's name, then its options (two names
+# of one option joined by |: its message may give either). A check below holds this table to the
+# scripts (every option whose branch shifts two arguments is here); the C tools' options are read
+# from their --help (those shown with a value, e.g. --window PHASE).
+VALUE_OPTIONS='
+bats-pool --out --jobs --filter-tags
+dev-check --build --lesson --tags
+gen-lesson --only
+grade --student --lesson --lessons --build --ref-build --out --name --from-tap --tags --timeouts
+grade-class --time-limit --out --build --lessons
+gpu-check --out --build
+launch -n|--nproc --rendezvous --run-id --nodes --node-rank --restarts --grace-s
+levers --rounds --out --budget-s
+make-handout --lessons --out --name --arch --ref-build
+multi-gpu-figures --out --img --rounds
+'
+
+# shifted_options SCRIPT: the options of SCRIPT's case branches that shift two arguments
+shifted_options() {
+    awk '/^[ \t]+-[-A-Za-z0-9]+( \| -[-A-Za-z0-9]+)*\)/ { label = $0; sub(/^[ \t]+/, "", label); sub(/\).*$/, "", label)
+                                                         gsub(/ \| /, " ", label) }
+         /shift 2/ && label != "" { print label; label = "" }
+         /;;/ { label = "" }' "$1" | tr ' ' '\n'
+}
+
+@test "tools: every option that takes a value, given last without it: exit code 2 and one line naming it, within 10 s" {
+    mkdir "$BATS_TEST_TMPDIR/cwd"
+    cd "$BATS_TEST_TMPDIR/cwd"
+    cases=()
+    while read -r name options; do
+        [ -n "$name" ] || continue
+        for o in $options; do
+            for alias in ${o//|/ }; do cases+=("$ROOT/tools/$name $alias $o"); done
+        done
+    done <<<"$VALUE_OPTIONS"
+    for src in "$ROOT"/tools/*.c "$ROOT"/tools/*.cu; do
+        t=$TOOLS/$(basename "${src%.*}")
+        [ -x "$t" ] || fail "$t is not built (run make)"
+        for o in $("$t" --help | sed -n 's/^  \(--[a-z-]*\) [A-Z].*/\1/p'); do cases+=("$t $o $o"); done
+    done
+    [ "${#cases[@]}" -gt 40 ] || fail "only ${#cases[@]} options found"
+    for c in "${cases[@]}"; do
+        read -r t o names <<<"$c"
+        run --separate-stderr timeout 10 "$t" "$o"
+        [ "$status" -eq 2 ] || fail "${t##*/} $o: exit code $status, expected 2 (124: it ran until killed)"
+        [ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "${t##*/} $o: expected one line on stderr, got: $stderr"
+        [[ "$stderr" == "${t##*/}: "* ]] || fail "${t##*/} $o: the line does not name the tool: $stderr"
+        named=0
+        for n in ${names//|/ }; do [[ "$stderr" =~ (^|[^-a-z])$n([^-a-z]|$) ]] && named=1; done
+        [ "$named" -eq 1 ] || fail "${t##*/} $o: the line does not name the option: $stderr"
+    done
+    [ -z "$(ls -A)" ] || fail "a refused option wrote here: $(ls -A)"
+}
+
+@test "tools: the table of options that take a value holds every such option of every script" {
+    while read -r t; do
+        name=$(basename "$t")
+        listed=" $(awk -v n="$name" '$1 == n { $1 = ""; print }' <<<"$VALUE_OPTIONS" | tr '|' ' ') "
+        for o in $(shifted_options "$t"); do
+            [[ "$listed" == *" $o "* ]] || fail "$name $o takes a value but is not in VALUE_OPTIONS"
+        done
+    done < <(scripts)
+    # the reader of the scripts finds what it must: grade's --lesson, launch's -n and --nproc
+    assert_equal "$(shifted_options "$ROOT/tools/launch" | head -n 2 | tr '\n' ' ')" "-n --nproc "
+    shifted_options "$ROOT/tools/grade" | grep -qx -- --lesson || fail "grade --lesson not found"
+}
+
 @test "tools: the host-only tools' --help lists their exit codes without 'no usable GPU', every default inside its range" {
     for t in tracestat checkpoint-report flight-report; do
         [ -x "$TOOLS/$t" ] || fail "$TOOLS/$t is not built (run make)"

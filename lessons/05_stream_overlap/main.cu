@@ -1,9 +1,9 @@
-// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 98527499)
+// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 1973052743)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // 05_stream_overlap: copies and kernels overlapped across CUDA streams, measured fairly.
 //
-// build: make build/solutions/05_stream_overlap
-// run:   build/solutions/05_stream_overlap [--streams 4] [--chunks 32] [--only 3] [--json]
+// build: make build/lessons/05_stream_overlap
+// run:   build/lessons/05_stream_overlap [--streams 4] [--chunks 32] [--only 3] [--json]
 //
 // part 1 reports what the device can overlap: copy engines, concurrent kernels (device_bandwidth.cu).
 // part 2 measures host<->device bandwidth from pinned and from pageable memory (device_bandwidth.cu).

@@ -1,9 +1,9 @@
-// STUDENT VERSION of solutions/06_per_batch_sync/train.cu, made by `make lessons` (checksum 2988261931)
+// STUDENT VERSION of solutions/06_per_batch_sync/train.cu, made by `make lessons` (checksum 3228271888)
 // Fill in its 2 TODOs.
 // 06_per_batch_sync: a training loop that synchronises after every batch.
 //
-// build: make build/solutions/06_per_batch_sync
-// run:   build/solutions/06_per_batch_sync [--batches 200] [--prep-work 5] [--json]
+// build: make build/lessons/06_per_batch_sync
+// run:   build/lessons/06_per_batch_sync [--batches 200] [--prep-work 5] [--json]
 //
 // The seeds' starting point: a copy stream and a compute stream, one pinned host
 // batch, and the host waiting twice per batch: for the copy (so that the step can

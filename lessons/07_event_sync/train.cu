@@ -1,9 +1,9 @@
-// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 2360281323)
+// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 3773103205)
 // Fill in its 2 TODOs.
 // 07_event_sync: the same loop, ordered with events instead of stream synchronisation.
 //
-// build: make build/solutions/07_event_sync
-// run:   build/solutions/07_event_sync [--batches 200] [--prep-work 5] [--json]
+// build: make build/lessons/07_event_sync
+// run:   build/lessons/07_event_sync [--batches 200] [--prep-work 5] [--json]
 //
 // Two changes from 06. The compute stream waits for the copy on the device
 // (cudaStreamWaitEvent): the host no longer waits for the copy. And the host

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.h, made by `make lessons` (checksum 2426984412)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.h, made by `make lessons` (checksum 1957825984)
 // No exercise in this file, read it as it stands; the TODOs are in loaders.cu.
 // loaders.h (lesson 10): the ring of pinned slots and the loader threads that fill it, as the
 // training loop in train.cu sees them; loaders.cu holds them.
@@ -7,7 +7,8 @@
 
 #include <pthread.h>
 
-#include "common/trainer.h"  // defines: trainer, loss_ring
+#include "08_interval_sync/loss_ring.h"  // defines: loss_ring
+#include "common/trainer.h"              // defines: trainer
 
 #define DEVICE_SLOTS 2
 #define MAX_WORKERS 64
@@ -38,7 +39,7 @@ struct loader_pool {
     pthread_cond_t slot_free;    // signalled when a slot is handed back (or on stop)
     pthread_cond_t batch_ready;  // signalled when a batch is ready, a loader blocks or leaves (or on stop)
     cudaEvent_t copied_dev[DEVICE_SLOTS], stepped[DEVICE_SLOTS];
-    loss_ring losses;  // lesson 08's loss ring, from common/loss_ring.c
+    loss_ring losses;  // lesson 08's loss ring, from its library
     // one run's state, set by start_loaders
     long next_batch;    // the next batch a loader will claim
     int stop;           // no loader claims or prepares anything once set

@@ -1,10 +1,10 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 1899756773)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 4099904330)
 // No exercise in this file, read it as it stands; the TODOs are in loaders.cu.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
 //
-// build: make build/solutions/10_async_loader_pipeline
-// run:   build/solutions/10_async_loader_pipeline [--workers 4] [--prefetch 6] [--json]
+// build: make build/lessons/10_async_loader_pipeline
+// run:   build/lessons/10_async_loader_pipeline [--workers 4] [--prefetch 6] [--json]
 //
 // The seeds' option 4. --workers threads prepare batches into a ring of
 // --prefetch pinned slots, batch i always into slot i % prefetch. A slot goes
@@ -32,10 +32,10 @@
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/harness.h"  // defines: harness_run_loop, harness_finish
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_step, test_delay, loss_ring_queue, loss_ring_interval,
-                             //          json_int
+                             //          trainer_init, trainer_step, test_delay, json_int
 #include "loaders.h"         // defines: loader_pool, host_slot, start_loaders, stop_loaders, wait_for_batch,
-                             //          hand_back_slot, create_pool, destroy_pool
+                             //          hand_back_slot, create_pool, destroy_pool; lesson 08's loss_ring_queue,
+                             //          loss_ring_interval
 
 static const char *PROG = "10_async_loader_pipeline";
 

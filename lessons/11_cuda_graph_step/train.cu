@@ -1,12 +1,12 @@
-// STUDENT VERSION of solutions/11_cuda_graph_step/train.cu, made by `make lessons` (checksum 2105845551)
+// STUDENT VERSION of solutions/11_cuda_graph_step/train.cu, made by `make lessons` (checksum 349092785)
 // Fill in its 7 TODOs.
 // 11_cuda_graph_step: the whole training step captured once as a CUDA graph, then
 // launched with one call per batch.
 //
-// build: make build/solutions/11_cuda_graph_step
-// run:   build/solutions/11_cuda_graph_step [--batches 200] [--json]
-//        build/solutions/11_cuda_graph_step --batch 64 --in 64 --hidden 256 --prep-work 0   (a small model)
-//        build/solutions/11_cuda_graph_step --capture-error   (a host wait inside a capture: refused)
+// build: make build/lessons/11_cuda_graph_step
+// run:   build/lessons/11_cuda_graph_step [--batches 200] [--json]
+//        build/lessons/11_cuda_graph_step --batch 64 --in 64 --hidden 256 --prep-work 0   (a small model)
+//        build/lessons/11_cuda_graph_step --capture-error   (a host wait inside a capture: refused)
 //
 // Once the host no longer waits for the GPU (08-10), what is left of its time per
 // step is preparing the batch and issuing the step: two copies, 24 kernels (11 of
@@ -48,8 +48,9 @@
 #include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_destroy, trainer_prepare, trainer_forward,
-                             //          trainer_backward, trainer_loss_slot, test_delay, event_pending, SLOT_WAIT,
-                             //          loss_ring, loss_ring_create, loss_ring_destroy, loss_ring_interval
+                             //          trainer_backward, trainer_loss_slot, test_delay, event_pending, SLOT_WAIT
+#include "08_interval_sync/loss_ring.h"  // defines: loss_ring, loss_ring_create, loss_ring_destroy,
+                                         //          loss_ring_interval
 
 static const char *PROG = "11_cuda_graph_step";
 

@@ -1,13 +1,13 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.cu, made by `make lessons` (checksum 3479344469)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.cu, made by `make lessons` (checksum 2653347522)
 // Fill in its 4 TODOs.
 // buckets.cu (lesson 12): the gradients grouped into buckets in the order the backward pass
 // finishes them (exercise 12-bucket-plan); each bucket's all-reduce issued on the communication
 // stream as soon as its gradients are written (12-ready, 12-allreduce), and waited for before
-// its update (12-update-wait). common/ddp.c's step calls the last two as its hooks; lesson 14
+// its update (12-update-wait). ddp.cu's step calls the last two as its hooks; lesson 14
 // links this file as it is (the course's own solution, never a student's).
 #include <string.h>
 
-#include "buckets.h"  // these exercises, and through it common/ddp.h
+#include "buckets.h"  // these exercises, and through it ddp.h
 
 // ----------------------------------------------------------------------------
 // the buckets
@@ -40,7 +40,7 @@ void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t flo
     (void)t, (void)dp, (void)first, (void)floats, (void)stream;
 }
 
-// hooks.issue: bucket b's gradients are queued on the compute stream (common/ddp.c's backward pass
+// hooks.issue: bucket b's gradients are queued on the compute stream (ddp.cu's backward pass
 // calls this right after the layer that completes it); its all-reduce goes on the communication
 // stream, after them, and reduced[b] behind it.
 void issue_bucket(trainer *t, data_parallel *dp, long batch, int b)

@@ -1,12 +1,12 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.h, made by `make lessons` (checksum 3985748201)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/buckets.h, made by `make lessons` (checksum 2295382427)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
-// buckets.h: lesson 12's exercises, what common/ddp.h's step calls back into (its hooks) and what
-// lesson 14 stands on (it links this lesson's own solution of them: the Makefile's STANDS_ON).
-// buckets.cu holds them; data_parallel.h includes this file.
+// buckets.h: lesson 12's exercises, what ddp.h's step calls back into (its hooks) and what lessons
+// 14 and 15 stand on (they link this lesson's library, built from its solution: the Makefile's
+// LIBRARY and STANDS_ON). buckets.cu holds them; data_parallel.h includes this file.
 #ifndef BUCKETS_H
 #define BUCKETS_H
 
-#include "common/ddp.h"  // defines: data_parallel, bucket_plan, trainer, mlp_shape, NCCL_CHECK, CUDA_CHECK, test_delay
+#include "ddp.h"  // defines: data_parallel, bucket_plan, trainer, mlp_shape, NCCL_CHECK, CUDA_CHECK, test_delay
 
 // The layers grouped into buckets in the order the backward pass finishes them (12-bucket-plan).
 void plan_buckets(const mlp_shape *s, size_t bytes, bucket_plan *p);

@@ -1,7 +1,7 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 1271611746)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 1939179709)
 // Fill in its 1 TODO.
 // train.cu (lesson 12): lesson 08's training loop on this rank's shard, its waits polled
-// (stop.cu), each batch's step common/ddp.h's with this lesson's exercises as its hooks
+// (stop.cu), each batch's step ddp.h's with this lesson's exercises as its hooks
 // (buckets.cu); the synchronous reference every run must match.
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,7 @@ float *copy_batch(trainer *t, data_parallel *dp, long i)
     int s = (int)(i % SLOTS);
     float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
     if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, wait_polled(dp->dist, dp->copied[s]));
-    ddp_prepare_shard(t, dp, i, h_batch);  // common/ddp.h, as is everything ddp_
+    ddp_prepare_shard(t, dp, i, h_batch);  // ddp.h, as is everything ddp_
     // TODO(12-device-slot): lesson 08's rule: device slot s is still read by the
     // step of batch i-2: make the copy stream (not the host) wait for that step's event
     test_delay(t, DELAY_COPY, t->copy_stream);

@@ -1,14 +1,14 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 2126431083)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 3969868540)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
 //
-// build: make build/solutions/13_pipeline_parallel      (where make finds NCCL: its first line says)
-// run:   build/solutions/13_pipeline_parallel [--micro-batches 8] [--json]       one GPU: one stage
-//        tools/launch -n 2 build/solutions/13_pipeline_parallel [--schedule gpipe]   two GPUs, two stages
-//        tools/launch -n 4 --simulate-nodes build/solutions/13_pipeline_parallel   four stages on one GPU
+// build: make build/lessons/13_pipeline_parallel      (where make finds NCCL: its first line says)
+// run:   build/lessons/13_pipeline_parallel [--micro-batches 8] [--json]       one GPU: one stage
+//        tools/launch -n 2 build/lessons/13_pipeline_parallel [--schedule gpipe]   two GPUs, two stages
+//        tools/launch -n 4 --simulate-nodes build/lessons/13_pipeline_parallel   four stages on one GPU
 //            (each a node of its own, over loopback sockets: every check holds, no timing is performance)
-//        build/solutions/13_pipeline_parallel --show-schedule --stages 4       every stage's order, no GPU
+//        build/lessons/13_pipeline_parallel --show-schedule --stages 4       every stage's order, no GPU
 //
 // One process per GPU, each a rank (common/dist.h, as in lesson 12) and a stage: stage s
 // of p holds a contiguous range of the layers. Each batch of --batch samples is cut into

@@ -1,11 +1,11 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 4117062223)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1131587954)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
 //
-// build: make build/solutions/14_fault_tolerance      (where make finds NCCL: its first line says)
-// run:   tools/launch -n 2 --simulate-nodes build/solutions/14_fault_tolerance --checkpoint-dir DIR
-//        tools/launch -n 2 --simulate-nodes --restarts 1 build/solutions/14_fault_tolerance --checkpoint-dir DIR
+// build: make build/lessons/14_fault_tolerance      (where make finds NCCL: its first line says)
+// run:   tools/launch -n 2 --simulate-nodes build/lessons/14_fault_tolerance --checkpoint-dir DIR
+//        tools/launch -n 2 --simulate-nodes --restarts 1 build/lessons/14_fault_tolerance --checkpoint-dir DIR
 //            --fault kill --fault-rank 1 --fault-at-batch 13      (one line) killed, restarted, the same bits
 //        build/tools/flight-report RENDEZVOUS_DIR                  where the ranks went apart, in one line
 //

@@ -1,6 +1,6 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 3159481766)
+// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 3493877443)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
-// train.cu (lesson 14): lesson 12's data-parallel training (common/ddp.h's step, its hooks lesson
+// train.cu (lesson 14): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson
 // 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
 // faults of --fault are injected; every --fingerprint-every batches the ranks compare their calls
 // before they issue them. The loop starts at the resume point and writes a checkpoint every

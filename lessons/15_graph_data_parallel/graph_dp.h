@@ -1,19 +1,18 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 1510957566)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 2802490236)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // graph_dp.h: lesson 15's types, and what its files call in one another (the overview
 // is in main.cu). graphs.cu: the warm-up, and the exercises (the capture around the all-reduces,
 // the loss's event inside it, the replay); broken_rules.cu: the rules of capturing NCCL, each
 // broken on purpose; main.cu: setup, options, the report, main.
-// Everything else is lesson 12's, linked as its own solution (the Makefile's STANDS_ON): how the
-// ranks meet and stop, the buckets and their all-reduces, its loop and reference, its checks.
+// Everything else is lesson 12's library, built from its solution (the Makefile's STANDS_ON): the
+// step's options and setup, how the ranks meet and stop, the buckets and their all-reduces, its
+// loop and reference, its checks.
 #ifndef GRAPH_DP_H
 #define GRAPH_DP_H
 
-#include "common/args.h"     // defines: arg_choice, arg_double, arg_flag, arg_int, args_parse, usage_error
-#include "common/check.h"    // defines: CUDA_CHECK, CUBLAS_CHECK
-#include "common/ddp.h"      // defines: ddp_setup, ddp_teardown, ddp_step, ddp_average_losses, ddp_plan_text
-#include "common/dist.h"     // defines: dist_init, dist_configure, dist_select_device, dist_option_specs, NCCL_CHECK,
-                             //          dist_fault_options, dist_fault_check, dist_fault_inject, dist_describe,
+#include "common/args.h"     // defines: arg_choice, arg_flag, args_parse, usage_error
+#include "common/check.h"    // defines: CUDA_CHECK
+#include "common/dist.h"     // defines: dist_init, dist_select_device, NCCL_CHECK, dist_fault_inject, dist_describe,
                              //          dist_describe_json, dist_abort, dist_wait_issued, DIST_HOW_TO_RUN
 #include "common/graphs.h"   // defines: graph_census, graph_census_of
 #include "common/harness.h"  // defines: harness_run_with, harness_finish, harness_rank_outputs
@@ -22,17 +21,18 @@
 #include "common/timing.h"   // defines: host_now_ms
 #include "common/trace.h"    // defines: trace_begin, trace_end
 #include "common/trainer.h"  // defines: trainer_init, train_options_default, train_option_specs, trainer_forward,
-                             //          trainer_loss_slot, loss_ring_interval
-// lesson 12's types and functions (meet.cu, stop.cu, buckets.cu, train.cu, report.cu), linked as
-// its own solution
-#include "solutions/12_data_parallel_overlap/data_parallel.h"
+                             //          trainer_loss_slot
+// lesson 12's library: its types and functions (options.cu, meet.cu, stop.cu, buckets.cu, train.cu,
+// report.cu), its step (ddp.h: ddp_teardown, ddp_step, ddp_average_losses, ddp_plan_text) and
+// lesson 08's loss ring (loss_ring_interval)
+#include "12_data_parallel_overlap/data_parallel.h"
 
 // The loss ring's slots: one graph each, and a multiple of the batch slots (lesson 11's rule), so
 // that ring position k always means device slot k % SLOTS and loss slot k.
 #define GRAPH_RING ((LOSS_RING + SLOTS - 1) / SLOTS * SLOTS)
 
 typedef struct {
-    data_parallel *dp;                 // lesson 12's step (common/ddp.h): what every graph holds
+    data_parallel *dp;                 // lesson 12's step (its ddp.h): what every graph holds
     cudaGraph_t graph[GRAPH_RING];     // graph[k]: the step of ring position k, as captured
     cudaGraphExec_t exec[GRAPH_RING];  // exec[k]: graph[k] instantiated, what cudaGraphLaunch runs
     long launches;                     // cudaGraphLaunch calls in the last graph run

@@ -15,7 +15,7 @@
 // Synchronous SGD allows no more: forward(i+1) needs the weights update(i) writes,
 // so forward and backward of consecutive batches never overlap. The extra streams
 // buy deeper prefetch: two copies in flight under the compute. Losses as in 08:
-// lesson 08's ring, moved to common/loss_ring.c.
+// lesson 08's ring, from its library (the Makefile's STANDS_ON).
 //
 // To see what a forgotten ordering does, leave one of the waits out and run with
 // --delay-us 2000 --delay-on compute (or copy): the losses diverge from the
@@ -25,8 +25,9 @@
 #include "common/harness.h"  // defines: harness_run_loop, harness_finish
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_prepare, trainer_forward, trainer_backward, test_delay,
-                             //          event_pending, SLOT_WAIT, loss_ring, loss_ring_create, loss_ring_destroy,
-                             //          loss_ring_queue, loss_ring_interval, json_int, trace_name_stream
+                             //          event_pending, SLOT_WAIT, json_int, trace_name_stream
+#include "08_interval_sync/loss_ring.h"  // defines: loss_ring, loss_ring_create, loss_ring_destroy,
+                                         //          loss_ring_queue, loss_ring_interval
 
 static const char *PROG = "09_four_stream_pipeline";
 
@@ -38,7 +39,7 @@ typedef struct {
     cudaEvent_t copied[SLOTS];  // batch in slot s has landed on the device (host slot s is free again)
     cudaEvent_t forwarded;      // the latest forward pass has finished
     cudaEvent_t done[SLOTS];    // the backward pass and update of the batch in slot s have finished
-    loss_ring losses;           // lesson 08's loss ring, from common/loss_ring.c
+    loss_ring losses;           // lesson 08's loss ring, from its library
 } four_streams;
 
 // ----------------------------------------------------------------------------

@@ -5,7 +5,8 @@
 
 #include <pthread.h>
 
-#include "common/trainer.h"  // defines: trainer, loss_ring
+#include "08_interval_sync/loss_ring.h"  // defines: loss_ring
+#include "common/trainer.h"              // defines: trainer
 
 #define DEVICE_SLOTS 2
 #define MAX_WORKERS 64
@@ -36,7 +37,7 @@ struct loader_pool {
     pthread_cond_t slot_free;    // signalled when a slot is handed back (or on stop)
     pthread_cond_t batch_ready;  // signalled when a batch is ready, a loader blocks or leaves (or on stop)
     cudaEvent_t copied_dev[DEVICE_SLOTS], stepped[DEVICE_SLOTS];
-    loss_ring losses;  // lesson 08's loss ring, from common/loss_ring.c
+    loss_ring losses;  // lesson 08's loss ring, from its library
     // one run's state, set by start_loaders
     long next_batch;    // the next batch a loader will claim
     int stop;           // no loader claims or prepares anything once set

@@ -30,10 +30,10 @@
 #include "common/check.h"    // defines: CUDA_CHECK
 #include "common/harness.h"  // defines: harness_run_loop, harness_finish
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_step, test_delay, loss_ring_queue, loss_ring_interval,
-                             //          json_int
+                             //          trainer_init, trainer_step, test_delay, json_int
 #include "loaders.h"         // defines: loader_pool, host_slot, start_loaders, stop_loaders, wait_for_batch,
-                             //          hand_back_slot, create_pool, destroy_pool
+                             //          hand_back_slot, create_pool, destroy_pool; lesson 08's loss_ring_queue,
+                             //          loss_ring_interval
 
 static const char *PROG = "10_async_loader_pipeline";
 

@@ -46,8 +46,9 @@
 #include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_destroy, trainer_prepare, trainer_forward,
-                             //          trainer_backward, trainer_loss_slot, test_delay, event_pending, SLOT_WAIT,
-                             //          loss_ring, loss_ring_create, loss_ring_destroy, loss_ring_interval
+                             //          trainer_backward, trainer_loss_slot, test_delay, event_pending, SLOT_WAIT
+#include "08_interval_sync/loss_ring.h"  // defines: loss_ring, loss_ring_create, loss_ring_destroy,
+                                         //          loss_ring_interval
 
 static const char *PROG = "11_cuda_graph_step";
 

@@ -1,11 +1,11 @@
 // buckets.cu (lesson 12): the gradients grouped into buckets in the order the backward pass
 // finishes them (exercise 12-bucket-plan); each bucket's all-reduce issued on the communication
 // stream as soon as its gradients are written (12-ready, 12-allreduce), and waited for before
-// its update (12-update-wait). common/ddp.c's step calls the last two as its hooks; lesson 14
+// its update (12-update-wait). ddp.cu's step calls the last two as its hooks; lesson 14
 // links this file as it is (the course's own solution, never a student's).
 #include <string.h>
 
-#include "buckets.h"  // these exercises, and through it common/ddp.h
+#include "buckets.h"  // these exercises, and through it ddp.h
 
 // ----------------------------------------------------------------------------
 // the buckets
@@ -54,7 +54,7 @@ void allreduce_gradients(trainer *t, data_parallel *dp, size_t first, size_t flo
     // END SOLUTION
 }
 
-// hooks.issue: bucket b's gradients are queued on the compute stream (common/ddp.c's backward pass
+// hooks.issue: bucket b's gradients are queued on the compute stream (ddp.cu's backward pass
 // calls this right after the layer that completes it); its all-reduce goes on the communication
 // stream, after them, and reduced[b] behind it.
 void issue_bucket(trainer *t, data_parallel *dp, long batch, int b)

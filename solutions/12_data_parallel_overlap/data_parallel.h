@@ -1,9 +1,10 @@
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). meet.cu: how the ranks meet; stop.cu: how they stop, all of them when one
 // fails, and at the end; buckets.cu (buckets.h): the exercises, the plan and each bucket's
-// all-reduce, which common/ddp.h's step calls back into; train.cu: lesson 08's loop, the
-// reference; report.cu: each part alone, the checks across ranks, the report; main.cu: setup,
-// options, main. The state, data_parallel, is common/ddp.h's.
+// all-reduce, which ddp.h's step (ddp.cu, ddp_plan.cu) calls back into; train.cu: lesson 08's
+// loop, the reference; report.cu: each part alone, the checks across ranks, the report;
+// options.cu: the step's options and setup; main.cu: main. Every file but main.cu is lesson 12's
+// library, which lessons 14 and 15 link (the Makefile's LIBRARY and STANDS_ON).
 #ifndef DATA_PARALLEL_H
 #define DATA_PARALLEL_H
 
@@ -11,12 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buckets.h"         // the exercises, common/ddp.h's hooks
+#include "buckets.h"         // the exercises, and through it ddp.h (the step) and lesson 08's loss ring
 #include "common/args.h"     // defines: arg_spec, arg_double, arg_choice, args_parse, usage_error, arg_int
 #include "common/check.h"    // defines: CUDA_CHECK, CUBLAS_CHECK
-#include "common/ddp.h"      // defines: data_parallel, ddp_setup, ddp_teardown, ddp_prepare_shard, ddp_backward,
-                             //          ddp_step, ddp_average_losses, ddp_plan_text, ddp_checksums, ddp_checksums_of,
-                             //          ddp_checksums_agree, READY_WEIGHTS, ready_point
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_meet_begin,
                              //          dist_write_id, dist_read_id, dist_watch, dist_wait_issued, dist_connected,
                              //          dist_option_specs, NCCL_CHECK, dist_fault_inject, dist_finish, dist_describe,
@@ -32,7 +30,7 @@
 #include "common/timing.h"   // defines: stats_of, event_ms, parts_ms
 #include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
                              //          trainer_init, trainer_loss_slot, trainer_take_loss, test_delay, event_pending,
-                             //          SLOT_WAIT, loss_ring_queue, loss_ring_interval, mlp_forward, mlp_update,
+                             //          SLOT_WAIT, mlp_forward, mlp_update,
                              //          mlp_shape_init, mlp_cpu_reference, dataset_init, batch_features, dataset_free
 
 #define SHARD 512         // samples per rank and batch, by default: --batch is 512 x ranks
@@ -55,6 +53,16 @@ typedef struct {
     int nonblocking;  // --grad-comm nonblocking: the gradients' communicator issues from a thread, as the parent
 } sm_sharing;
 
+// The step's options, lesson 12's and 15's (options.cu): --bucket-mib, --ready-after, --comm-ctas,
+// --comm-policy, --gemm-sms, the bootstrap's --rendezvous and --timeout-s, the test faults --fail-*.
+typedef struct {
+    double bucket_mib;
+    int ready_after;     // ready_point
+    sm_sharing sharing;  // (12 adds --grad-comm)
+    dist_options dist;
+    dist_fault fault;
+} dp_options;
+
 typedef struct {
     double forward_ms, backward_ms, update_ms;  // the compute stream alone, one step
     double comm_ms;                             // every bucket's all-reduce, back to back, nothing else running
@@ -73,6 +81,19 @@ void leave_ranks(dist_env *d);
 
 // buckets.cu: buckets.h (the exercises: the plan, each bucket's all-reduce and its wait)
 
+// options.cu
+void dp_options_default(dp_options *o);
+// The step's options, appended to specs[*n].
+void dp_option_specs(dp_options *o, arg_spec *specs, int *n);
+// After args_parse: the bootstrap configured, then what depends on the ranks (the batch divisible,
+// the faults) and on NCCL's version; a usage error (exit code 2) names what is wrong.
+void dp_options_check(dist_env *d, const dp_options *o, const train_options *train);
+// After trainer_init, before the ranks meet: --gemm-sms checked against the GPU, the plan
+// (12-bucket-plan), the hooks through which ddp.h's step calls this lesson's other exercises
+// (buckets.cu), then the step's streams, buffers and events, its host waits polled (stop.cu);
+// cuBLAS sized for --gemm-sms. The gradients' communicator (meet.cu) is the caller's, after.
+void dp_setup(trainer *t, data_parallel *dp, const dp_options *o);
+
 // train.cu
 // Batch i prepared into host slot i % SLOTS (once its last copy has run), copied into device slot
 // i % SLOTS (once the step that read it has run: stepped[], recorded by the caller after the step),
@@ -85,7 +106,7 @@ int reference_loop(trainer *t, void *ctx);
 void profile_parts(trainer *t, data_parallel *dp, part_times *p);
 int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out);
 void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x, overlap_mode first,
-            int global_batch, double bucket_mib, const sm_sharing *sharing, FILE *out);
+            int global_batch, const dp_options *o, FILE *out);
 int cpu_check_whole_batch(trainer *t, const train_options *o, FILE *out);
 
 #endif

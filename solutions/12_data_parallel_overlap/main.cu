@@ -28,9 +28,10 @@
 //
 // The files: data_parallel.h (types), meet.cu (how the ranks meet), stop.cu (how they stop),
 // buckets.cu (the exercises: the plan, each bucket's all-reduce and the wait for it), train.cu
-// (the loop, the reference), report.cu, and this one (setup, options, main). The step itself,
-// the machinery around the exercises, is common/ddp.h's, which lesson 14 stands on too: it calls
-// back into buckets.cu where a bucket's gradients are ready and before a bucket's update.
+// (the loop, the reference), report.cu, options.cu (the step's options and setup), and this one
+// (main). The step itself, the machinery around the exercises, is ddp.h's (ddp.cu, ddp_plan.cu):
+// it calls back into buckets.cu where a bucket's gradients are ready and before a bucket's update.
+// Every file but this one is the lesson's library, which lessons 14 and 15 link.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,75 +40,32 @@
 
 static const char *PROG = "12_data_parallel_overlap";
 
-// The plan (exercise 12-bucket-plan), the hooks through which common/ddp.h's step calls this
-// lesson's other exercises (buckets.cu), then the step's streams, buffers and events, its host
-// waits polled (stop.cu).
-static void setup(trainer *t, data_parallel *dp, double bucket_mib, const sm_sharing *sharing)
-{
-    plan_buckets(&t->model.shape, (size_t)(bucket_mib * 1048576.0), &dp->plan);
-    dp->hooks.issue = issue_bucket;
-    dp->hooks.wait = wait_reduced;
-    ddp_setup(t, dp, wait_polled);  // the plan checked first: a wrong one is said, exit code 1
-    // cuBLAS sizes each product's grid for the SMs it is told it has: told fewer, a product
-    // beside NCCL's kernels is not cut into a second, almost empty wave (notes/12)
-    for (int k = 0; k < 2; k++) CUBLAS_CHECK(cublasSetSmCountTarget(t->model.handle[k], sharing->gemm_sms));
-}
-
-// What the command line says: the training options (of the whole batch), the lesson's own.
+// What the command line says: the training options (of the whole batch), the step's, the lesson's own.
 typedef struct {
     train_options train;
-    int first;           // --overlap: the lesson's own variant, run first
-    int ready_after;     // --ready-after
-    double bucket_mib;   // --bucket-mib
-    sm_sharing sharing;  // --comm-ctas, --comm-policy, --gemm-sms
-    dist_options dist;   // --rendezvous, --timeout-s
+    dp_options dp;  // options.cu: --bucket-mib, --ready-after, --comm-ctas, ... (and --grad-comm, here)
+    int first;      // --overlap: the lesson's own variant, run first
 } options;
 
-// Options that depend on each other or on the number of ranks.
-static void check_options(const dist_env *d, const train_options *o, const data_parallel *dp)
-{
-    if (o->batch % d->world != 0)
-        usage_error(d->name, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard",
-                    o->batch, d->world);
-    dist_fault_check(d, &dp->fault, o->batches);
-}
-
-static void parse_options(dist_env *d, int argc, char **argv, options *o, data_parallel *dp)
+static void parse_options(dist_env *d, int argc, char **argv, options *o)
 {
     train_options_default(&o->train);
     o->train.batch = SHARD * d->world;
+    dp_options_default(&o->dp);
     o->first = OVERLAP_BUCKETS;
-    o->bucket_mib = 25;
-    o->ready_after = READY_WEIGHTS;
-    memset(&o->sharing, 0, sizeof o->sharing);
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
     specs[n++] = arg_choice("overlap", &o->first, "buckets|none",
                             "the lesson's own variant (both run, round-robin): all-reduce each bucket under the "
                             "backward pass, or every bucket after it");
-    specs[n++] = arg_double("bucket-mib", &o->bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
-    specs[n++] = arg_choice("ready-after", &o->ready_after, "weights|layer",
-                            "a bucket's all-reduce starts once its lowest layer's weight gradients are written, "
-                            "or once that layer's whole backward is");
-    specs[n++] = arg_int("comm-ctas", &o->sharing.comm_ctas, 0, 64, "N",
-                         "at most N CTAs (an SM each) per NCCL kernel; 0: NCCL chooses");
-    specs[n++] = arg_choice("comm-policy", &o->sharing.efficiency, "auto|efficiency",
-                            "NCCL's CTA policy: its own choice, or as few CTAs as keep the bandwidth decent");
-    specs[n++] = arg_choice("grad-comm", &o->sharing.nonblocking, "blocking|nonblocking",
+    specs[n++] = arg_choice("grad-comm", &o->dp.sharing.nonblocking, "blocking|nonblocking",
                             "the gradients' communicator: blocking (each call only queues), or non-blocking as the "
                             "parent (each call issued by a thread of NCCL's)");
-    specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
-                         "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
-    dist_option_specs(&o->dist, specs, &n);
-    dist_fault_options(&dp->fault, specs, &n);
+    dp_option_specs(&o->dp, specs, &n);
     const char *summary =
         "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n" DIST_HOW_TO_RUN("ranks");
     args_parse(argc, argv, d->name, summary, specs, n);
-    dist_configure(d, o->dist.rendezvous, o->dist.timeout_s);
-    check_options(d, &o->train, dp);
-#if NCCL_VERSION_CODE < NCCL_VERSION(2, 27, 0)
-    if (o->sharing.efficiency) usage_error(d->name, "--comm-policy efficiency: this NCCL is older than 2.27");
-#endif
+    dp_options_check(d, &o->dp, &o->train);
 }
 
 // The parts alone, both variants round-robin against the reference, the checks across ranks,
@@ -127,8 +85,7 @@ static int run_and_report(trainer *t, data_parallel *dp, const options *o, FILE 
     x.reference = &reference;
     int ok = harness_run_with(t, variants, 2, &x);
     ok = ranks_agree(t, dp, ok, out);
-    if (x.step_ms[0] > 0)
-        report(t, dp, &parts, &x, (overlap_mode)o->first, o->train.batch, o->bucket_mib, &o->sharing, out);
+    if (x.step_ms[0] > 0) report(t, dp, &parts, &x, (overlap_mode)o->first, o->train.batch, &o->dp, out);
     return ok;
 }
 
@@ -136,13 +93,12 @@ int main(int argc, char **argv)
 {
     dist_env d;
     dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
-    data_parallel dp;     // common/ddp.h: the step's state; its hooks are this lesson's exercises
+    options o;
+    parse_options(&d, argc, argv, &o);
+    data_parallel dp;  // ddp.h: the step's state; its hooks are this lesson's exercises
     memset(&dp, 0, sizeof dp);
     dp.dist = &d;
-    dp.overlap = 1;  // each bucket's all-reduce under the backward pass (the "buckets" variant)
-    options o;
-    parse_options(&d, argc, argv, &o, &dp);
-    dp.ready_after = (ready_point)o.ready_after;
+    dp.overlap = 1;                 // each bucket's all-reduce under the backward pass (the "buckets" variant)
     train_options shard = o.train;  // what this rank's trainer is built for: one shard of every batch
     shard.batch = o.train.batch / d.world;
     shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
@@ -152,11 +108,9 @@ int main(int argc, char **argv)
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
-    if (o.sharing.gemm_sms > t.dev.sms)
-        usage_error(d.name, "--gemm-sms %d: this GPU has %d SMs", o.sharing.gemm_sms, t.dev.sms);
-    meet_ranks(&d);  // meet.cu
-    dp.grads = open_gradient_comm(&d, &o.sharing);
-    setup(&t, &dp, o.bucket_mib, &o.sharing);
+    dp_setup(&t, &dp, &o.dp);  // options.cu: the plan, the hooks, the step's state, before any rank waits
+    meet_ranks(&d);            // meet.cu
+    dp.grads = open_gradient_comm(&d, &o.dp.sharing);
     int ok = run_and_report(&t, &dp, &o, out);
     ddp_teardown(&dp);
     leave_ranks(&d);  // stop.cu

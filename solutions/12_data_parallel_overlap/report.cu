@@ -122,8 +122,9 @@ int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out)
 // of the all-reduce hidden needs something to hide: not with one rank (NCCL copies, nothing
 // crosses). Under simulated nodes every figure is printed, said to be no performance figure.
 void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x, overlap_mode first,
-            int global_batch, double bucket_mib, const sm_sharing *sharing, FILE *out)
+            int global_batch, const dp_options *o, FILE *out)
 {
+    const sm_sharing *sharing = &o->sharing;
     const dist_env *d = dp->dist;
     int n = d->world;
     double bytes = sizeof(float) * (double)t->model.shape.nparams;
@@ -141,7 +142,7 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
         dist_describe(d, out);
         fprintf(out, "data parallel: %d samples per batch, %d per rank\n", global_batch, t->opt.batch);
         fprintf(out, "  gradients: %.1f MB per step in %d buckets of about %g MiB (layers %s, issued in that order)\n",
-                bytes / 1e6, dp->plan.count, bucket_mib, plan);
+                bytes / 1e6, dp->plan.count, o->bucket_mib, plan);
         fprintf(out, "  alone (median of %d): forward %.3f ms, backward %.3f ms, update %.3f ms%s\n", PART_REPS,
                 p->forward_ms, p->backward_ms, p->update_ms, not_perf);
         if (n > 1)
@@ -171,7 +172,7 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
     json_int(js, "global_batch", global_batch);
     json_int(js, "shard_batch", t->opt.batch);
     json_str(js, "overlap", first == OVERLAP_BUCKETS ? "buckets" : "none");
-    json_num(js, "bucket_mib", bucket_mib);
+    json_num(js, "bucket_mib", o->bucket_mib);
     json_int(js, "buckets", dp->plan.count);
     json_str(js, "bucket_plan", plan);
     json_str(js, "ready_after", dp->ready_after == READY_WEIGHTS ? "weights" : "layer");

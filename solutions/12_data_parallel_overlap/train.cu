@@ -1,5 +1,5 @@
 // train.cu (lesson 12): lesson 08's training loop on this rank's shard, its waits polled
-// (stop.cu), each batch's step common/ddp.h's with this lesson's exercises as its hooks
+// (stop.cu), each batch's step ddp.h's with this lesson's exercises as its hooks
 // (buckets.cu); the synchronous reference every run must match.
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@ float *copy_batch(trainer *t, data_parallel *dp, long i)
     int s = (int)(i % SLOTS);
     float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
     if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, wait_polled(dp->dist, dp->copied[s]));
-    ddp_prepare_shard(t, dp, i, h_batch);  // common/ddp.h, as is everything ddp_
+    ddp_prepare_shard(t, dp, i, h_batch);  // ddp.h, as is everything ddp_
     // BEGIN SOLUTION(12-device-slot): lesson 08's rule: device slot s is still read by the
     // step of batch i-2: make the copy stream (not the host) wait for that step's event
     if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, dp->stepped[s], 0));

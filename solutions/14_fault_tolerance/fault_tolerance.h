@@ -17,8 +17,6 @@
                              //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS,
                              //          ckpt_folder, CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune,
                              //          ckpt_run_differs, ckpt_run_init
-#include "common/ddp.h"      // defines: DDP_MAX_BUCKETS, ddp_average_losses, ddp_checksums_agree, ddp_checksums_of,
-                             //          ddp_prepare_shard, ddp_setup, ddp_step, ddp_teardown
 #include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
                              //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
                              //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_option_specs,
@@ -30,13 +28,15 @@
 #include "common/memory.h"   // defines: pinned_alloc, pinned_free, host_calloc
 #include "common/timing.h"   // defines: host_now_ms
 #include "common/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_take_loss, test_delay,
-                             //          event_pending, HOST_SYNC, SLOT_WAIT, loss_ring_queue, loss_ring_interval,
+                             //          event_pending, HOST_SYNC, SLOT_WAIT,
                              //          mlp_shape_init, fnv1a, FNV1A_START, trace_begin, trace_end, train_option_specs,
                              //          train_options_default
 
-// lesson 12's exercises (its own solution, linked: the Makefile's STANDS_ON): the bucket plan, each
-// bucket's all-reduce issued after its gradients, the wait for it before the bucket's update
-#include "solutions/12_data_parallel_overlap/buckets.h"  // defines: plan_buckets, issue_bucket, wait_reduced
+// lesson 12's library (its solution, linked: the Makefile's STANDS_ON): its step (ddp.h: DDP_MAX_BUCKETS,
+// ddp_average_losses, ddp_checksums_agree, ddp_checksums_of, ddp_prepare_shard, ddp_setup, ddp_step,
+// ddp_teardown), lesson 08's loss ring (loss_ring_queue, loss_ring_interval), and its exercises: the
+// bucket plan, each bucket's all-reduce issued after its gradients, the wait for it before the update
+#include "12_data_parallel_overlap/buckets.h"  // defines: plan_buckets, issue_bucket, wait_reduced
 
 #define SHARD 512         // samples per rank and batch, by default (lesson 12)
 #define SLOTS DDP_SLOTS   // host and device batch slots (lesson 08)
@@ -115,7 +115,7 @@ typedef struct {
 // Lesson 14's state: lesson 12's step, and what this lesson adds to it.
 typedef struct {
     dist_env *dist;
-    data_parallel dp;  // common/ddp.h: lesson 12's step, its hooks 12's own (buckets.cu) with this lesson's around
+    data_parallel dp;  // lesson 12's step (its ddp.h), its hooks 12's own (buckets.cu) with this lesson's around
     flight_recorder rec;
     fault_plan fault;
     checkpointing ckpt;

@@ -1,4 +1,4 @@
-// train.cu (lesson 14): lesson 12's data-parallel training (common/ddp.h's step, its hooks lesson
+// train.cu (lesson 14): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson
 // 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
 // faults of --fault are injected; every --fingerprint-every batches the ranks compare their calls
 // before they issue them. The loop starts at the resume point and writes a checkpoint every

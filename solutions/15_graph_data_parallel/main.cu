@@ -27,8 +27,8 @@
 // rank as in lesson 12, graphs in flight included: the host's waits are lesson 12's polled ones.
 //
 // The files: graph_dp.h (types), graphs.cu (the warm-up, and the exercises: the capture, the
-// loss's event inside it, the replay), broken_rules.cu, and this one (setup, options, the report,
-// main). Everything else is lesson 12's (the Makefile's STANDS_ON).
+// loss's event inside it, the replay), broken_rules.cu, and this one (options, the report, main).
+// Everything else is lesson 12's library, its options and setup included (the Makefile's STANDS_ON).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,35 +43,20 @@ static const char *PROG = "15_graph_data_parallel";
 // this lesson has not measured inside a capture), and the lesson's own.
 typedef struct {
     train_options train;
-    int ready_after;       // --ready-after
-    double bucket_mib;     // --bucket-mib
-    sm_sharing sharing;    // --comm-ctas, --comm-policy, --gemm-sms
-    dist_options dist;     // --rendezvous, --timeout-s
+    dp_options dp;         // lesson 12's: --bucket-mib, --ready-after, --comm-ctas, --comm-policy, --gemm-sms, ...
     int eager_only;        // --eager
     int no_warm_up;        // --no-warm-up
     int compare_priority;  // --compare-priority
     int broken;            // --break-rule (BREAK_NONE: none)
 } options;
 
-static void parse_options(dist_env *d, int argc, char **argv, options *o, data_parallel *dp)
+static void parse_options(dist_env *d, int argc, char **argv, options *o)
 {
     train_options_default(&o->train);
     o->train.batch = SHARD * d->world;
-    o->bucket_mib = 25;
-    o->ready_after = READY_WEIGHTS;
-    memset(&o->sharing, 0, sizeof o->sharing);
+    dp_options_default(&o->dp);
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
-    specs[n++] = arg_double("bucket-mib", &o->bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
-    specs[n++] = arg_choice("ready-after", &o->ready_after, "weights|layer",
-                            "a bucket's all-reduce starts once its lowest layer's weight gradients are written, "
-                            "or once that layer's whole backward is (lesson 12)");
-    specs[n++] = arg_int("comm-ctas", &o->sharing.comm_ctas, 0, 64, "N",
-                         "at most N CTAs (an SM each) per NCCL kernel; 0: NCCL chooses (lesson 12)");
-    specs[n++] = arg_choice("comm-policy", &o->sharing.efficiency, "auto|efficiency",
-                            "NCCL's CTA policy: its own choice, or as few CTAs as keep the bandwidth decent");
-    specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
-                         "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
     specs[n++] = arg_flag("eager", &o->eager_only,
                           "issue every step call by call (lesson 12's loop) and capture no graph (default: both, "
                           "round-robin)");
@@ -81,35 +66,16 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, data_p
                           "also run the graphs instantiated with their nodes' priorities (variant \"prioritized\")");
     specs[n++] = arg_choice("break-rule", &o->broken, "none|host-wait|new-comm|one-rank",
                             "break one rule of capturing NCCL, show what CUDA or NCCL answers, exit 1");
-    dist_option_specs(&o->dist, specs, &n);
-    dist_fault_options(&dp->fault, specs, &n);
+    dp_option_specs(&o->dp, specs, &n);  // lesson 12's
     const char *summary =
         "Train an MLP on every GPU, each rank's step (its all-reduces too) one CUDA graph launch.\n" DIST_HOW_TO_RUN(
             "ranks");
     args_parse(argc, argv, d->name, summary, specs, n);
-    dist_configure(d, o->dist.rendezvous, o->dist.timeout_s);
-    if (o->train.batch % d->world != 0)
-        usage_error(d->name, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard",
-                    o->train.batch, d->world);
+    dp_options_check(d, &o->dp, &o->train);  // lesson 12's
     if (o->eager_only && (o->no_warm_up || o->compare_priority))
         usage_error(d->name, "--eager captures no graph: --no-warm-up and --compare-priority need the graphs");
     if (o->broken == BREAK_ONE_RANK && d->world < 2)
         usage_error(d->name, "--break-rule one-rank needs two ranks or more (tools/launch -n 2)");
-    dist_fault_check(d, &dp->fault, o->train.batches);
-#if NCCL_VERSION_CODE < NCCL_VERSION(2, 27, 0)
-    if (o->sharing.efficiency) usage_error(d->name, "--comm-policy efficiency: this NCCL is older than 2.27");
-#endif
-}
-
-// Lesson 12's setup: the plan, the hooks (its exercises, as it solved them), the step's state,
-// cuBLAS sized for --gemm-sms.
-static void setup(trainer *t, data_parallel *dp, const options *o)
-{
-    plan_buckets(&t->model.shape, (size_t)(o->bucket_mib * 1048576.0), &dp->plan);
-    dp->hooks.issue = issue_bucket;
-    dp->hooks.wait = wait_reduced;
-    ddp_setup(t, dp, wait_polled);
-    for (int k = 0; k < 2; k++) CUBLAS_CHECK(cublasSetSmCountTarget(t->model.handle[k], o->sharing.gemm_sms));
 }
 
 // ----------------------------------------------------------------------------
@@ -151,8 +117,8 @@ static void report(trainer *t, const graph_dp *g, const harness_extras *x, const
     json_int(js, "shard_batch", t->opt.batch);
     json_int(js, "buckets", g->dp->plan.count);
     json_str(js, "bucket_plan", plan);
-    json_int(js, "comm_ctas", o->sharing.comm_ctas);
-    json_int(js, "gemm_sms", o->sharing.gemm_sms);
+    json_int(js, "comm_ctas", o->dp.sharing.comm_ctas);
+    json_int(js, "gemm_sms", o->dp.sharing.gemm_sms);
     json_int(js, "graphs", GRAPH_RING);
     json_int(js, "graph_nodes", c->nodes);
     json_int(js, "graph_kernel_nodes", c->kernels);
@@ -200,14 +166,13 @@ int main(int argc, char **argv)
 {
     dist_env d;
     dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
-    data_parallel dp;     // common/ddp.h: lesson 12's step, its hooks lesson 12's exercises
-    memset(&dp, 0, sizeof dp);
-    dp.dist = &d;
-    dp.overlap = 1;  // each bucket's all-reduce under the backward pass, inside the graph too
     options o;
     memset(&o, 0, sizeof o);
-    parse_options(&d, argc, argv, &o, &dp);
-    dp.ready_after = (ready_point)o.ready_after;
+    parse_options(&d, argc, argv, &o);
+    data_parallel dp;  // lesson 12's step, its hooks lesson 12's exercises
+    memset(&dp, 0, sizeof dp);
+    dp.dist = &d;
+    dp.overlap = 1;                 // each bucket's all-reduce under the backward pass, inside the graph too
     train_options shard = o.train;  // what this rank's trainer is built for: one shard of every batch
     shard.batch = o.train.batch / d.world;
     shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
@@ -216,11 +181,9 @@ int main(int argc, char **argv)
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, GRAPH_RING);
-    if (o.sharing.gemm_sms > t.dev.sms)
-        usage_error(d.name, "--gemm-sms %d: this GPU has %d SMs", o.sharing.gemm_sms, t.dev.sms);
-    meet_ranks(&d);                                 // lesson 12's meet.cu
-    dp.grads = open_gradient_comm(&d, &o.sharing);  // blocking: each call only queues (o.sharing.nonblocking 0)
-    setup(&t, &dp, &o);
+    dp_setup(&t, &dp, &o.dp);                          // lesson 12's: the plan, the hooks, the step's state
+    meet_ranks(&d);                                    // lesson 12's meet.cu
+    dp.grads = open_gradient_comm(&d, &o.dp.sharing);  // blocking: each call only queues (sharing.nonblocking 0)
     graph_dp graphs;
     memset(&graphs, 0, sizeof graphs);
     graphs.dp = &dp;

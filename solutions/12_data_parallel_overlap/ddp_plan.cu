@@ -1,11 +1,11 @@
-// ddp_plan.c: lesson 12's bucket plan checked and written as text, and the checksums every rank
+// ddp_plan.cu: lesson 12's bucket plan checked and written as text, and the checksums every rank
 // compares after the runs (ddp.h). Making the plan is lesson 12's exercise (12-bucket-plan).
 #include "ddp.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "harness.h"  // harness_loss_checksum
+#include "common/harness.h"  // defines: harness_loss_checksum
 
 int ddp_plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_t size)
 {

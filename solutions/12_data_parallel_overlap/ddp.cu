@@ -1,16 +1,16 @@
-// ddp.c: lesson 12's data-parallel step (ddp.h): the state, the shard, the backward pass and the
+// ddp.cu: lesson 12's data-parallel step (ddp.h): the state, the shard, the backward pass and the
 // step, the losses averaged at the end. The lesson's exercises are its hooks; the plan and the
-// checksums are in ddp_plan.c.
+// checksums are in ddp_plan.cu.
 #include "ddp.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"   // CUDA_CHECK
-#include "memory.h"  // device_alloc, pinned_alloc and their frees
-#include "timing.h"  // host_now_ms
-#include "trace.h"   // trace_begin, trace_end, trace_name_stream
+#include "common/check.h"   // defines: CUDA_CHECK
+#include "common/memory.h"  // defines: device_alloc, pinned_alloc, device_free, pinned_free
+#include "common/timing.h"  // defines: host_now_ms
+#include "common/trace.h"   // defines: trace_begin, trace_end, trace_name_stream
 
 // The plan, checked: every other part of the step trusts it.
 static void check_plan(const trainer *t, const data_parallel *dp)

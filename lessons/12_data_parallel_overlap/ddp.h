@@ -1,4 +1,6 @@
-// ddp.h: lesson 12's data-parallel step, for 12 and the lessons that stand on it (14). Every rank
+// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.h, made by `make lessons` (checksum 1926698480)
+// No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
+// ddp.h: lesson 12's data-parallel step, for 12 and the lessons that link its library (14, 15). Every rank
 // holds the whole model and trains on its shard of each batch; the backward pass produces the
 // gradients last layer first, grouped into buckets; each bucket's all-reduce runs on a
 // communication stream as soon as its gradients are written; each bucket's update waits for it.
@@ -8,13 +10,13 @@
 // checksums the ranks compare. What lesson 12 teaches (its exercises) it does not: the step calls
 // back into the lesson through its hooks where a bucket's gradients are ready (issue: 12-ready,
 // 12-allreduce) and before a bucket's update (wait: 12-update-wait), and the lesson makes the
-// plan (12-bucket-plan). Lesson 14 links lesson 12's own solution of them (the Makefile's
-// STANDS_ON), and adds its recording and its faults around them: its hooks call 12's.
+// plan (12-bucket-plan). Lessons 14 and 15 link lesson 12's library, built from its solution (the
+// Makefile's LIBRARY and STANDS_ON); 14 adds its recording and its faults around the hooks: its
+// hooks call 12's.
 //
-// Above the trainer, the harness and the bootstrap of several ranks (dist.h); nothing below
-// includes it.
-#ifndef COMMON_DDP_H
-#define COMMON_DDP_H
+// Above common/ (the trainer, the harness, the bootstrap of several ranks) and lesson 08's loss ring.
+#ifndef DDP_H
+#define DDP_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -22,8 +24,11 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include "dist.h"     // dist_env, dist_fault
-#include "trainer.h"  // trainer, loss_ring, event_wait_fn, mlp_model
+#include "08_interval_sync/loss_ring.h"  // defines: loss_ring
+#include "common/dist.h"                 // defines: dist_env, dist_fault
+#include "common/trainer.h"              // defines: trainer, event_wait_fn, HOST_SYNC, trainer_forward, mlp_loss,
+                                         //          mlp_backward_error, mlp_backward_weights, mlp_weights_checksum,
+                                         //          batch_targets, dataset_prepare_shard
 
 #ifdef __cplusplus
 extern "C" {
