@@ -664,7 +664,7 @@ stored_lanes() {
 # from their --help (those shown with a value, e.g. --window PHASE).
 VALUE_OPTIONS='
 bats-pool --out --jobs --filter-tags
-dev-check --build --lesson --tags
+dev-check --build --lesson --tags --claim
 gen-lesson --only
 grade --student --lesson --lessons --build --ref-build --out --name --from-tap --tags --timeouts
 grade-class --time-limit --out --build --lessons
