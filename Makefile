@@ -340,6 +340,18 @@ test: build-all
 fixed-arch:
 	@echo "$(FIXED_ARCH)"
 
+# One file compiled as the course compiles it, alone, for the claims' mutants (tools/dev-check
+# build-claims, tests/claims.bats): `make compile-one SRC=FILE OUT=OBJ ARCH=90` (.c with gcc and
+# NCCL's headers, .cu with nvcc). `make -s host-includes`: the include flags a host-only build of
+# a lesson's .cu needs (tests/14's build of recorder.cu under ASan).
+.PHONY: compile-one host-includes
+compile-one:
+	@test -n "$(SRC)" -a -n "$(OUT)" || { echo "make compile-one: give SRC=FILE and OUT=OBJECT" >&2; exit 2; }
+	@mkdir -p $(dir $(OUT))
+	$(if $(filter %.cu,$(SRC)),$(NVCC) $(NVCCFLAGS) $(SOLUTION_FLAGS) $(LESSON_INC),$(CC) $(CFLAGS)) $(NCCL_CFLAGS) -c $(SRC) -o $(OUT)
+host-includes:
+	@echo "-I. $(LESSON_INC) $(CUDA_INC) $(NCCL_CFLAGS)"
+
 # For students and instructors (README): check one lesson, find the next, grade one
 # student or a class. The grader builds what it needs (each lesson on its own, so one
 # that does not build fails alone) and exits non-zero unless every lesson was graded

@@ -37,7 +37,7 @@ extern "C" {
 #define CKPT_HEADER_BYTES 512
 #define CKPT_TRAILER_BYTES 26  // "checksum " + 16 hex digits + "\n"
 #define CKPT_MAX_RANKS 256
-#define CKPT_KEEP 2  // complete checkpoints kept: the newest and the one before it
+#define CKPT_KEEP 2  // checkpoints that verify kept by ckpt_prune: the newest two
 
 // What makes a run this run: two runs that differ in any of these do not compute the same
 // bits, so a checkpoint of one is never resumed by the other. Every rank's file and the
@@ -138,12 +138,20 @@ int ckpt_list(const char *root, long long **batches);
 long long ckpt_latest(const char *root, ckpt_manifest *m, void (*skipped)(void *ctx, long long batch, const char *why),
                       void *ctx);
 
+// The `max` newest complete checkpoints under root, newest first: their batches into out[] and
+// their manifests into manifests[] (each of max elements). Each newer folder skipped, and each
+// between two found, is reported as ckpt_latest reports it. Returns how many it found.
+int ckpt_complete(const char *root, long long *out, ckpt_manifest *manifests, int max,
+                  void (*skipped)(void *ctx, long long batch, const char *why), void *ctx);
+
 // Once checkpoint `newest` is complete (its manifest written): removes the folders of older
 // checkpoints that no restart needs: those without a manifest (their ranks died before rank 0
-// wrote it), and those with one beyond the CKPT_KEEP newest with one (`newest` among them).
-// Never `newest`, never a newer one (an earlier attempt's), and never because a file fails to
-// read: a manifest's presence alone decides, so a re-check that fails for want of memory, or
-// on a bad disk block, removes nothing. Returns how many folders it removed.
+// wrote it), and those older than the CKPT_KEEP newest that verify (ckpt_check: the manifest and
+// every rank's file, sizes and checksums). A checkpoint whose manifest is there but does not
+// verify now (a bad block, memory short) stays until CKPT_KEEP newer ones verify: a failed re-read
+// never costs the last good one. Never `newest`, never a newer one (an earlier attempt's), and
+// never through a symbolic link: an entry of root that is a link is left alone, and a folder's
+// entries are removed, never what a link among them points to. Returns how many folders it removed.
 int ckpt_prune(const char *root, long long newest);
 
 #ifdef __cplusplus

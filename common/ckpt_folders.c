@@ -5,11 +5,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>  // open: a folder, never through a link
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>  // unlink, rmdir
+#include <unistd.h>  // unlinkat, rmdir, close
 
 #include "ckpt_internal.h"
 
@@ -80,15 +81,15 @@ int ckpt_list(const char *root, long long **batches)
     return n;
 }
 
-long long ckpt_latest(const char *root, ckpt_manifest *m, void (*skipped)(void *ctx, long long batch, const char *why),
-                      void *ctx)
+int ckpt_complete(const char *root, long long *out, ckpt_manifest *manifests, int max,
+                  void (*skipped)(void *ctx, long long batch, const char *why), void *ctx)
 {
-    long long *batches = NULL, found = -1;
-    int n = ckpt_list(root, &batches);
-    for (int k = 0; k < n && found < 0; k++) {
+    long long *batches = NULL;
+    int n = ckpt_list(root, &batches), found = 0;
+    for (int k = 0; k < n && found < max; k++) {
         char why[1400];
-        if (ckpt_check(root, batches[k], m, why, sizeof why) == 0)
-            found = batches[k];
+        if (ckpt_check(root, batches[k], &manifests[found], why, sizeof why) == 0)
+            out[found++] = batches[k];
         else if (skipped)
             skipped(ctx, batches[k], why);
     }
@@ -96,21 +97,42 @@ long long ckpt_latest(const char *root, ckpt_manifest *m, void (*skipped)(void *
     return found;
 }
 
-// Removes checkpoint `batch`'s folder and the files in it (a link is removed, never followed).
+long long ckpt_latest(const char *root, ckpt_manifest *m, void (*skipped)(void *ctx, long long batch, const char *why),
+                      void *ctx)
+{
+    long long found = -1;
+    return ckpt_complete(root, &found, m, 1, skipped, ctx) == 1 ? found : -1;
+}
+
+// Removes checkpoint `batch`'s folder and the files in it. A link is never followed: the folder
+// is opened only when it is a folder itself (O_NOFOLLOW), and every entry is removed from it
+// through its descriptor (unlinkat removes a link, never what it points to). Returns 1 when
+// the folder is gone.
 static int remove_checkpoint(const char *root, long long batch)
 {
-    char folder[1200], path[1500];
+    char folder[1200];
     ckpt_folder(root, batch, folder, sizeof folder);
-    DIR *d = opendir(folder);
-    if (!d) return 0;
+    int fd = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (fd < 0) return 0;  // a link, or no folder: left alone
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return 0;
+    }
     struct dirent *e;
     while ((e = readdir(d)))
-        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-            snprintf(path, sizeof path, "%s/%s", folder, e->d_name);
-            unlink(path);
-        }
+        if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) unlinkat(fd, e->d_name, 0);
     closedir(d);
     return rmdir(folder) == 0;
+}
+
+// 1 when checkpoint `batch`'s entry under root is a folder, not a link to one.
+static int real_folder(const char *root, long long batch)
+{
+    char folder[1200];
+    struct stat st;
+    ckpt_folder(root, batch, folder, sizeof folder);
+    return lstat(folder, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 int ckpt_prune(const char *root, long long newest)
@@ -118,15 +140,20 @@ int ckpt_prune(const char *root, long long newest)
     long long *batches = NULL;
     int n = ckpt_list(root, &batches), kept = 0, removed = 0;
     for (int k = 0; k < n; k++) {
-        char path[1200];
+        char path[1200], why[1400];
         struct stat st;
-        if (batches[k] > newest) continue;  // newer: an earlier attempt's, left alone
+        ckpt_manifest m;
+        // newer: an earlier attempt's; a link: whatever it points to is not this run's to remove
+        if (batches[k] > newest || !real_folder(root, batches[k])) continue;
         ckpt_manifest_file(root, batches[k], path, sizeof path);
-        int complete = batches[k] == newest || stat(path, &st) == 0;
-        if (complete && kept < CKPT_KEEP)
-            kept++;
-        else if (batches[k] != newest)
-            removed += remove_checkpoint(root, batches[k]);
+        if (ckpt_check(root, batches[k], &m, why, sizeof why) == 0) {
+            if (kept++ < CKPT_KEEP || batches[k] == newest) continue;  // the newest that verify
+        } else if (batches[k] == newest || stat(path, &st) == 0) {
+            // a manifest that does not verify now (a bad block, memory short): kept until the
+            // newest CKPT_KEEP verify, when it is older than every one a restart would use
+            if (kept < CKPT_KEEP || batches[k] == newest) continue;
+        }
+        removed += remove_checkpoint(root, batches[k]);
     }
     free(batches);
     return removed;

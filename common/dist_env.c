@@ -26,11 +26,18 @@ static int read_env(const char *prog, const char *var, int min, int max, int *ou
     return 1;
 }
 
-// Keeps [A-Za-z0-9._-]: a run id becomes part of file names.
-static void safe_copy(char *out, size_t size, const char *text)
+// Keeps [A-Za-z0-9._-]: a run id becomes part of file names. An id too long for `out` is refused,
+// never cut: two ids that differ only past the cut would name the same files (an attempt of a
+// launch would read the NCCL id, notes and rings of the one before).
+static void safe_copy(const char *prog, const char *from, char *out, size_t size, const char *text)
 {
     size_t n = 0;
-    for (; text && *text && n + 1 < size; text++) {
+    if (strlen(text) >= size)
+        usage_error(prog,
+                    "the run id %s (from %s) has %zu characters, where at most %zu fit (it names the run's files "
+                    "in the rendezvous folder): give the ranks a shorter RUN_ID",
+                    text, from, strlen(text), size - 1);
+    for (; *text && n + 1 < size; text++) {
         char c = *text;
         int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
                  c == '-';
@@ -55,7 +62,7 @@ static int under_srun(void)
 // The launcher and where it placed this process; the run's id from the launcher when it has one.
 static dist_launcher read_launcher(const char *prog, placement *p, char *run, size_t size)
 {
-    const char *id = NULL;
+    const char *id = NULL, *from = "RUN_ID";
     dist_launcher l = DIST_ALONE;
     p->rank = 0, p->world = 1, p->local = -1, p->local_world = 0;
     if (getenv("RANK") || getenv("WORLD_SIZE")) {
@@ -67,28 +74,28 @@ static dist_launcher read_launcher(const char *prog, placement *p, char *run, si
         read_env(prog, "LOCAL_RANK", 0, 65535, &p->local);
         read_env(prog, "LOCAL_WORLD_SIZE", 1, 65536, &p->local_world);
         id = getenv("RUN_ID");
-        if (!id || !*id) id = getenv("TORCHELASTIC_RUN_ID");
+        if (!id || !*id) id = getenv("TORCHELASTIC_RUN_ID"), from = "TORCHELASTIC_RUN_ID";
     } else if (getenv("OMPI_COMM_WORLD_RANK")) {
         l = DIST_MPIRUN;
         read_env(prog, "OMPI_COMM_WORLD_SIZE", 1, 65536, &p->world);
         read_env(prog, "OMPI_COMM_WORLD_RANK", 0, 65535, &p->rank);
         read_env(prog, "OMPI_COMM_WORLD_LOCAL_RANK", 0, 65535, &p->local);
         read_env(prog, "OMPI_COMM_WORLD_LOCAL_SIZE", 1, 65536, &p->local_world);
-        id = getenv("PMIX_NAMESPACE");  // Open MPI 5: one per mpirun
+        id = getenv("PMIX_NAMESPACE"), from = "PMIX_NAMESPACE";  // Open MPI 5: one per mpirun
     } else if (under_srun()) {
         l = DIST_SRUN;
         read_env(prog, "SLURM_NTASKS", 1, 65536, &p->world);
         read_env(prog, "SLURM_PROCID", 0, 65535, &p->rank);
         read_env(prog, "SLURM_LOCALID", 0, 65535, &p->local);
         read_env(prog, "SLURM_NTASKS_PER_NODE", 1, 65536, &p->local_world);  // set when srun was told
-        static char step[64];
+        static char step[256];
         snprintf(step, sizeof step, "slurm-%s.%s", getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "job",
                  getenv("SLURM_STEP_ID"));
-        id = step;  // one per srun: a fresh id for every launch
+        id = step, from = "srun's job and step";  // one per srun: a fresh id for every launch
     }
     if (p->local < 0) p->local = p->rank;
-    if (getenv("RUN_ID") && *getenv("RUN_ID")) id = getenv("RUN_ID");  // whoever launched, an id given wins
-    safe_copy(run, size, id && *id ? id : "run");
+    if (getenv("RUN_ID") && *getenv("RUN_ID")) id = getenv("RUN_ID"), from = "RUN_ID";  // an id given wins
+    safe_copy(prog, from, run, size, id && *id ? id : "run");
     return l;
 }
 

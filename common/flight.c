@@ -140,6 +140,40 @@ static int read_entry(char *p, const flight_ring *r, flight_entry *e)
     return 1;
 }
 
+// What a ring holds against its header: the last calls, ending at call `calls` - 1, all of those
+// the ring has room for but at most one (a stop leaves out the slot the main thread was filling),
+// and among them the collectives numbered one after another, and each peer's sends and receives.
+static int check_held(flight_ring *r, const char *path, char *why, size_t size)
+{
+    char what[200];
+    long long want = r->calls < r->slots ? r->calls : r->slots;
+    if (r->n > 0 && r->entries[r->n - 1].seq != r->calls - 1)
+        snprintf(what, sizeof what, "its last call is #%lld, where its header says %lld calls",
+                 r->entries[r->n - 1].seq, r->calls);
+    else if (r->n < want - 1)
+        snprintf(what, sizeof what, "it holds %d calls, where its header says %lld calls and %d slots", r->n, r->calls,
+                 r->slots);
+    else
+        what[0] = '\0';
+    // the number a kind's next call must have: [0] collectives, then sends and receives per peer
+    long long *next = (long long *)malloc((size_t)(1 + 2 * r->world) * sizeof(long long));
+    if (!next) return fail_read(NULL, r, why, size, path, "out of memory", 0);
+    for (int k = 0; k <= 2 * r->world; k++) next[k] = -1;
+    for (int k = 0; k < r->n && !what[0]; k++) {
+        const flight_entry *e = &r->entries[k];
+        int kind = flight_is_p2p(e->op) ? 1 + 2 * e->peer + (e->op == FLIGHT_RECV) : 0;
+        if (flight_is_p2p(e->op) && e->peer < 0)
+            snprintf(what, sizeof what, "call #%lld, a %s, names no peer", e->seq, flight_op_name(e->op));
+        else if (next[kind] >= 0 && e->index != next[kind])
+            snprintf(what, sizeof what, "a call is missing: call #%lld is %s #%lld, after #%lld", e->seq,
+                     flight_op_name(e->op), e->index, next[kind] - 1);
+        next[kind] = e->index + 1;
+    }
+    free(next);
+    if (!what[0]) return 0;
+    return fail_read(NULL, r, why, size, path, what, 0);
+}
+
 int flight_read(const char *path, flight_ring *r, char *why, size_t size)
 {
     memset(r, 0, sizeof *r);
@@ -173,10 +207,13 @@ int flight_read(const char *path, flight_ring *r, char *why, size_t size)
                              line);
         if (r->n > 0 && e->seq <= r->entries[r->n - 1].seq)
             return fail_read(f, r, why, size, path, "the calls are not in the order they were issued", line);
+        if (r->n > 0 && e->seq != r->entries[r->n - 1].seq + 1)
+            return fail_read(f, r, why, size, path, "a call is missing: a ring holds the last calls, one after another",
+                             line);
         r->n++;
     }
     fclose(f);
-    return 0;
+    return check_held(r, path, why, size);
 }
 
 void flight_free(flight_ring *r)

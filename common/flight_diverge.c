@@ -190,6 +190,40 @@ static void ranks_text(flight_ring *const *rings, int world, int present, char *
     }
 }
 
+// The last collective of ring r: its number, or -1 when it made none (-2: unknown, the calls
+// its ring holds are sends and receives only).
+static long long last_collective(flight_ring *const *rings, const ring_index *idx, int r)
+{
+    long long lo = 0, hi = -1;
+    if (number_range(&idx[r], -1, -1, &lo, &hi)) return hi;
+    return rings[r]->calls == 0 ? -1 : -2;
+}
+
+// 1: every call completed, but the ranks did not issue as many collectives: one stopped early,
+// and the calls the others went on to make paired with nothing, or with what it issued next.
+static int collectives_end_apart(flight_ring *const *rings, const ring_index *idx, int world, char *line, size_t size)
+{
+    int shortest = -1, longest = -1;
+    long long least = 0, most = 0;
+    for (int r = 0; r < world; r++) {
+        long long last = last_collective(rings, idx, r);
+        if (last == -2) continue;
+        if (shortest < 0 || last < least) shortest = r, least = last;
+        if (longest < 0 || last > most) longest = r, most = last;
+    }
+    if (shortest < 0 || least == most) return 0;
+    char a[160], b[200] = "issued no collective";
+    flight_describe(find(&idx[longest], -1, -1, most), a, sizeof a);
+    if (least >= 0) {
+        char last[160];
+        flight_describe(find(&idx[shortest], -1, -1, least), last, sizeof last);
+        snprintf(b, sizeof b, "stopped at %s", last);
+    }
+    snprintf(line, size, "rank %d %s where rank %d went on to %s, and no call waits: the ranks issued different calls",
+             shortest, b, longest, a);
+    return 1;
+}
+
 // Every rank left a ring and none differs: a call one rank waits in that another never issued,
 // a call every rank issued that never completed, or no divergence (returns 0).
 static int waits_or_agrees(flight_ring *const *rings, const ring_index *idx, int world, char *line, size_t size)
@@ -217,6 +251,7 @@ static int waits_or_agrees(flight_ring *const *rings, const ring_index *idx, int
                  who, a);
         return 1;
     }
+    if (collectives_end_apart(rings, idx, world, line, size)) return 1;
     if (rings[0]->n > 0) {
         flight_describe(&rings[0]->entries[rings[0]->n - 1], a, sizeof a);
         snprintf(line, size,

@@ -583,14 +583,14 @@ peak_slots() {
     assert_success
 }
 
-# bats test_tags=ranks,gpu,timed
+# bats test_tags=ranks,gpu,timed,claim:13-note-names
 @test "13 a stage that fails stops every stage well under the time limit (its note), the failed one named, two and four stages" {
     need_nccl_gpu
     assert_stops_by_note "$P" 2 $SMALL13
     assert_stops_by_note "$P" 4 $SMALL13
 }
 
-# bats test_tags=ranks,gpu,timed
+# bats test_tags=ranks,gpu,timed,claim:13-timeout
 @test "13 a stage that hangs: every stage gives up by itself after --timeout-s, and says so" {
     need_nccl_gpu
     assert_stops_by_timeout "$P" 2 $SMALL13

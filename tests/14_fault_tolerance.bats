@@ -27,7 +27,7 @@ one_line() {
     [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "expected one line on stderr, got: $stderr"
 }
 
-# launch14 N NAME [LAUNCH OPTIONS] -- ARGS...: N ranks of $BIN/$P under tools/launch (simulated
+# launch14 N NAME [LAUNCH OPTIONS] -- ARGS...: N ranks of $BIN/$P (or $PROGRAM14) under tools/launch (simulated
 # nodes on fewer GPUs), in the rendezvous folder $BATS_TEST_TMPDIR/rv (run id t), with --json.
 # Rank 0's last JSON object (an attempt that failed leaves a bare "{") into NAME.json, every
 # rank's stderr and the launcher's into NAME.txt.
@@ -39,7 +39,7 @@ launch14() {
     mkdir -p "$BATS_TEST_TMPDIR/rv"
     # shellcheck disable=SC2046
     run --separate-stderr "$ROOT/tests/timed" "$CHECK_TIMEOUT" "$LAUNCH" $(launch_options "$n") --rendezvous \
-        "$BATS_TEST_TMPDIR/rv" --run-id t "${opts[@]}" "$BIN/$P" "$@" --json
+        "$BATS_TEST_TMPDIR/rv" --run-id t "${opts[@]}" "${PROGRAM14:-$BIN/$P}" "$@" --json
     printf '%s\n' "$output" | awk '/^\{$/ { n = 0; delete l } { l[++n] = $0 } END { for (k = 1; k <= n; k++) print l[k] }' \
         >"$BATS_TEST_TMPDIR/$name.json"
     printf '%s\n' "$stderr" >"$BATS_TEST_TMPDIR/$name.txt"
@@ -59,6 +59,22 @@ fnv1a() {
     # shellcheck disable=SC2016
     bash -c 'h=1469598103934665603; for b in $(od -An -v -tu1 "$0"); do h=$(((h ^ b) * 1099511628211)); done
              printf "%016x" "$h"' "$1"
+}
+
+# flight_race: tests/flight-race.c with the course's recorder.cu, compiled as C with its CUDA and
+# NCCL calls stubbed, under ASan (gcc, seconds); prints its path.
+flight_race() {
+    local bin=$BATS_FILE_TMPDIR/flight-race flags
+    if [ ! -x "$bin" ]; then
+        flags=$(make -s --no-print-directory -C "$ROOT" host-includes) || fail "make host-includes failed"
+        # shellcheck disable=SC2086
+        (cd "$ROOT" && gcc -x c -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=address -fno-omit-frame-pointer \
+            $flags -c solutions/$P/recorder.cu -o "$bin.o" &&
+            gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=address -fno-omit-frame-pointer $flags \
+                tests/flight-race.c common/flight.c common/own_file.c "$bin.o" -lpthread -o "$bin") ||
+            fail "tests/flight-race.c and the lesson's recorder.cu do not build"
+    fi
+    echo "$bin"
 }
 
 # The fixture's run, as a header and a manifest write it: two ranks, --in 4 --hidden 8 --layers 1
@@ -146,6 +162,7 @@ make_ckpt() {
     [[ "$stderr" == *"LAUNCH_ATTEMPT"* ]] || fail "got: $stderr"
 }
 
+# bats test_tags=claim:14-refuse-run,claim:14-refuse-past-end
 @test "14 a checkpoint of another rank count, model shape or seed, or past the run's end: one line, exit code 2, before any GPU work" {
     need_nccl
     # the fixture: ranks 2, shape 4,8,2 (--in 4 --hidden 8 --layers 1 --out 2), seed 1
@@ -176,6 +193,7 @@ make_ckpt() {
     assert_equal "$status" 3
 }
 
+# bats test_tags=claim:14-refuse-run
 @test "14 a checkpoint of another --batch, --lr, --prep-work or bucket size: one line naming the option, exit code 2, before any GPU work" {
     need_nccl
     # the fixture's run, but for the option each line changes
@@ -197,11 +215,47 @@ make_ckpt() {
 EOF
 }
 
+# bats test_tags=claim:14-refuse-shape
+@test "14 a checkpoint of another shape with as many weights (4,8,2 and 5,3,10: 58 each): refused before any GPU work" {
+    need_nccl
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" \
+        "$ROOT/tests/timed" 60 "$BIN/$P" --in 5 --hidden 3 --layers 1 --out 10 --batch 64 --batches 40 --seed 1 \
+        --checkpoint-dir "$CK"
+    [ "$status" -eq 2 ] || fail "exit code $status, expected 2 (a GPU was asked for: 3): $stderr"
+    one_line
+    [[ "$stderr" == *"its checkpoint of batch 19 holds a model of shape 4,8,2, this run's is 5,3,10 (a checkpoint of another run)" ]] ||
+        fail "$stderr"
+}
+
+# Ids of 76 and 79 characters once became the same 63: attempt 1 of a launch read attempt 0's
+# NCCL id, notes and rings.
+# bats test_tags=claim:14-run-id
+@test "14 a run id too long to name the run's files is refused, one line, exit code 2, before any GPU work: never cut" {
+    need_nccl
+    long=$(printf 'job-%072d' 7)  # 76 characters
+    for var in RUN_ID TORCHELASTIC_RUN_ID; do
+        run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=0 WORLD_SIZE=2 "$var=$long" \
+            RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" "$ROOT/tests/timed" 60 "$BIN/$P" $S14
+        [ "$status" -eq 2 ] || fail "$var: exit code $status, expected 2: $stderr"
+        one_line
+        [[ "$stderr" == *"the run id $long (from $var) has 76 characters, where at most 63 fit"* ]] || fail "$stderr"
+    done
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 \
+        PMIX_NAMESPACE="$long" RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" "$ROOT/tests/timed" 60 "$BIN/$P" $S14
+    assert_equal "$status" 2
+    [[ "$stderr" == *"(from PMIX_NAMESPACE)"* ]] || fail "$stderr"
+    # 63 characters fit: on to the GPU (none here: exit code 3)
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=0 WORLD_SIZE=2 RUN_ID="${long:0:63}" \
+        RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" "$ROOT/tests/timed" 60 "$BIN/$P" $S14
+    assert_equal "$status" 3
+}
+
 @test "14 without a GPU says so and exits with code 3" {
     need_nccl
     check_no_gpu_exit "$P" $S14
 }
 
+# bats test_tags=claim:14-report-differ,claim:14-report-p2p,claim:14-report-noring,claim:14-report-waits
 @test "14 flight-report names the first divergence of hand-made rings in one line, each fault by name" {
     fr=$TOOLS/flight-report
     check() {  # check CASE STATUS LINE
@@ -255,6 +309,68 @@ EOF
     one_line
 }
 
+# bats test_tags=claim:14-report-part
+@test "14 flight-report names two buckets of equal size issued in another order: the bucket differs, not the size" {
+    run --separate-stderr "$TOOLS/flight-report" "$FL/swap"
+    assert_equal "$status" 4
+    assert_equal "$output" "rank 1 issued all-reduce #20 (batch 5, bucket 3, 257.0 KiB) where rank 0 issued all-reduce #20 (batch 5, bucket 0, 257.0 KiB)"
+}
+
+# Rings that look whole but are not: each once said "no divergence", exit code 0.
+# bats test_tags=claim:14-report-gap
+@test "14 flight-report refuses a ring with a call missing: one line naming it, exit code 2" {
+    g=$BATS_TEST_TMPDIR/gap
+    cp -r "$FL/clean" "$g"
+    sed -i '/^25 25 /d' "$g/flight.job7.rank1"  # a call taken out of the middle
+    run --separate-stderr "$TOOLS/flight-report" "$g"
+    assert_equal "$status" 2
+    one_line
+    [[ "$stderr" == *"flight.job7.rank1:"*"a call is missing"* ]] || fail "$stderr"
+    # the calls renumbered around it: a receive's number skips one
+    rm -rf "$g"
+    cp -r "$FL/pipeline_fewer" "$g"
+    sed -i 's/^2 1 recv 0 1/2 2 recv 0 1/' "$g/flight.job7.rank1"
+    run --separate-stderr "$TOOLS/flight-report" "$g"
+    assert_equal "$status" 2
+    [[ "$stderr" == *"flight.job7.rank1: a call is missing: call #2 is recv #2, after #0"* ]] || fail "$stderr"
+    # the oldest calls gone: fewer than the ring's slots where its header says more calls
+    rm -rf "$g"
+    cp -r "$FL/clean" "$g"
+    sed -i '/^2[2-5] /d' "$g/flight.job7.rank2"
+    run --separate-stderr "$TOOLS/flight-report" "$g"
+    assert_equal "$status" 2
+    [[ "$stderr" == *"flight.job7.rank2: it holds 4 calls, where its header says 30 calls and 8 slots"* ]] || fail "$stderr"
+}
+
+# bats test_tags=claim:14-report-world
+@test "14 flight-report reads every ring of the run: one whose header says another world is refused, one line, exit code 2" {
+    w=$BATS_TEST_TMPDIR/world
+    cp -r "$FL/clean" "$w"
+    sed -i 's/^rank 0 world 3 /rank 0 world 1 /' "$w/flight.job7.rank0"
+    run --separate-stderr "$TOOLS/flight-report" "$w"
+    assert_equal "$status" 2
+    one_line
+    [[ "$stderr" == *"flight.job7.rank1: a ring of 3 ranks, where rank 0's says 1" ]] || fail "$stderr"
+    # rank 0 left none (killed): the others still agree with each other on the world
+    rm "$w/flight.job7.rank0"
+    sed -i 's/^rank 2 world 3 /rank 2 world 4 /' "$w/flight.job7.rank2"
+    run --separate-stderr "$TOOLS/flight-report" "$w"
+    assert_equal "$status" 2
+    [[ "$stderr" == *"flight.job7.rank2: a ring of 4 ranks, where rank 1's says 3" ]] || fail "$stderr"
+}
+
+# bats test_tags=claim:14-report-lengths
+@test "14 flight-report: a ring of 8 calls against rings of 30, every call completed, is a divergence (exit code 4)" {
+    l=$BATS_TEST_TMPDIR/len
+    cp -r "$FL/clean" "$l"
+    awk 'NR == 2 { sub(/calls 30/, "calls 8") } NR > 4 { $1 -= 22; $2 -= 22 } { print }' "$FL/clean/flight.job7.rank2" \
+        >"$l/flight.job7.rank2"
+    run --separate-stderr "$TOOLS/flight-report" "$l"
+    assert_equal "$status" 4
+    assert_equal "$output" "rank 2 stopped at all-reduce #7 (batch 9, bucket 2, 65.0 KiB) where rank 0 went on to all-reduce #29 (batch 9, bucket 2, 65.0 KiB), and no call waits: the ranks issued different calls"
+}
+
+# bats test_tags=claim:14-checksum,claim:14-manifest-match
 @test "14 checkpoint-report: the newest complete checkpoint; torn, corrupt and unfinished ones passed over for the one before" {
     cr=$TOOLS/checkpoint-report
     run "$cr" "$CK"
@@ -291,6 +407,16 @@ EOF
     cp "$CK/ckpt-00000009/rank1.bin" "$c/ckpt-00000019/rank1.bin"
     run "$cr" "$c"
     [[ "${lines[0]}" == "ckpt-00000019: skipped: "* ]] || fail "${lines[0]}"
+    # a whole file of another write of checkpoint 19 (one weight changed, its own checksum right):
+    # its header reads, its checksum holds, but it is not the file the manifest lists
+    copy
+    f=$c/ckpt-00000019/rank1.bin
+    head -c -26 "$f" >"$BATS_TEST_TMPDIR/body"
+    printf '\x55' | dd of="$BATS_TEST_TMPDIR/body" bs=1 seek=600 conv=notrunc 2>/dev/null
+    { cat "$BATS_TEST_TMPDIR/body"; printf 'checksum %s\n' "$(fnv1a "$BATS_TEST_TMPDIR/body")"; } >"$f"
+    run "$cr" "$c"
+    [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: its size or checksum is not the manifest's" ]] || fail "${lines[0]}"
+    assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
     # a temporary file left by a rank that died while writing: not read at all
     copy
     head -c 100 "$CK/ckpt-00000019/rank1.bin" >"$c/ckpt-00000019/rank1.bin.4242.tmp"
@@ -324,6 +450,7 @@ EOF
     done
 }
 
+# bats test_tags=claim:14-losses-bound
 @test "14 checkpoint-report: a checkpoint of batch 5 holding 100 losses, sizes and checksums right, or a rank's header of another run than its manifest: passed over" {
     cr=$TOOLS/checkpoint-report
     # the helpers first: the fixture's checksum is fnv1a's, and a checkpoint they make is complete
@@ -350,6 +477,7 @@ EOF
     done
 }
 
+# bats test_tags=claim:14-size-first,claim:14-stream
 @test "14 checkpoint-report: every folder listed however many; one larger than the memory allowed checked as it streams; a header's sizes checked before anything is allocated" {
     cr=$TOOLS/checkpoint-report
     c=$BATS_TEST_TMPDIR/c
@@ -393,21 +521,76 @@ EOF
     [[ "${lines[0]}" == *"/rank0.bin: torn: 538 bytes where its header says 34359738914" ]] || fail "${lines[0]}"
 }
 
-@test "14 checkpoint-report --prune: older folders without a manifest, and complete ones beyond the newest two, removed; never the newest, a newer one, or one because its files do not read" {
-    c=$BATS_TEST_TMPDIR/c
-    mkdir -p "$c"/ckpt-000000{04,09,14,19,24}
-    touch "$c"/ckpt-000000{04,09,14,19,24}/rank0.bin  # empty: no file of them reads
-    touch "$c"/ckpt-00000004/manifest "$c"/ckpt-00000014/manifest "$c"/ckpt-00000019/manifest
-    run "$TOOLS/checkpoint-report" "$c" --prune 19
-    assert_equal "$status" 1  # nothing complete to resume from: but nothing removed for that
-    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000014 ckpt-00000019 ckpt-00000024"
-    assert_equal "$(cd "$c" && echo ckpt-00000019/*)" "ckpt-00000019/manifest ckpt-00000019/rank0.bin"
-    # the one just written counts as complete whatever its files say; the next prune keeps two
-    mkdir "$c/ckpt-00000029"
-    run "$TOOLS/checkpoint-report" "$c" --prune 29
-    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000019 ckpt-00000029"
+# The watchdog claims a stop while the main thread is inside an NCCL call; the call returns and
+# is recorded while the stop hook copies the ring. Built host-only (no GPU), the copy made slow.
+# bats test_tags=host-sanitizer,claim:14-ring-copy
+@test "14 the ring copied by the stop hook while the main thread records: never past its end, no entry torn (ASan)" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own recorder.cu: not in a student's copy"
+    bin=$(flight_race)
+    for k in 1 2 3; do
+        rm -rf "$BATS_TEST_TMPDIR/r" && mkdir "$BATS_TEST_TMPDIR/r"
+        run "$ROOT/tests/timed" 60 "$bin" "$BATS_TEST_TMPDIR/r"
+        [ "$status" -eq 0 ] || fail "run $k: exit code $status: $(grep -m 3 -E 'ERROR|WRITE|#0|torn|does not' <<<"$output")"
+        assert_output --partial "none torn"
+        refute_output --partial "AddressSanitizer"
+    done
 }
 
+# bats test_tags=claim:14-prune
+@test "14 checkpoint-report --prune: no manifest, or older than the newest two that verify: removed; the newest and newer ones kept" {
+    c=$BATS_TEST_TMPDIR/c
+    for b in 4 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
+    mkdir "$c/ckpt-00000012" "$c/ckpt-00000024"  # no manifest: ranks that died; 24: an earlier attempt's
+    touch "$c/ckpt-00000012/rank0.bin" "$c/ckpt-00000024/rank0.bin"
+    run "$TOOLS/checkpoint-report" "$c" --prune 19
+    assert_success
+    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000014 ckpt-00000019 ckpt-00000024"
+    assert_equal "${lines[-1]}" "resume: at batch 20 from ckpt-00000019"
+}
+
+# Rank 0 prunes after every checkpoint: a manifest that does not verify now (a bad block, a file
+# changed) must not cost the last checkpoint that does.
+# bats test_tags=claim:14-prune-verify
+@test "14 checkpoint-report --prune: newer checkpoints that do not verify cost none of the older ones that do" {
+    c=$BATS_TEST_TMPDIR/c
+    for b in 4 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
+    for b in 14 19; do  # one byte of a weight changed: their manifests stand, their checksums fail
+        printf '\x55' | dd of="$c/$(printf 'ckpt-%08d' "$b")/rank1.bin" bs=1 seek=600 conv=notrunc 2>/dev/null
+    done
+    run "$TOOLS/checkpoint-report" "$c" --prune 19
+    assert_success
+    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000004 ckpt-00000009 ckpt-00000014 ckpt-00000019"
+    assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
+    # the newest does not verify, the two before it do: those two and the newest kept, no more
+    rm -rf "$c"
+    for b in 4 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
+    printf '\x55' | dd of="$c/ckpt-00000019/rank1.bin" bs=1 seek=600 conv=notrunc 2>/dev/null
+    run "$TOOLS/checkpoint-report" "$c" --prune 19
+    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000009 ckpt-00000014 ckpt-00000019"
+    assert_equal "${lines[-1]}" "resume: at batch 15 from ckpt-00000014"
+}
+
+# bats test_tags=claim:14-prune-link
+@test "14 checkpoint-report --prune never follows a symbolic link, in the checkpoint folder or inside a checkpoint" {
+    c=$BATS_TEST_TMPDIR/c o=$BATS_TEST_TMPDIR/outside
+    for b in 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
+    mkdir -p "$o/folder"
+    echo precious >"$o/folder/a"
+    echo precious >"$o/folder/b"
+    echo precious >"$o/file"
+    ln -s "$o/folder" "$c/ckpt-00000004"  # a folder of someone else's, no manifest in it
+    mkdir "$c/ckpt-00000002"              # an unfinished checkpoint holding a link to a file
+    ln -s "$o/file" "$c/ckpt-00000002/rank0.bin"
+    run "$TOOLS/checkpoint-report" "$c" --prune 19
+    assert_success
+    assert_equal "$(cat "$o/folder/a" "$o/folder/b" "$o/file" | tr '\n' ' ')" "precious precious precious "
+    [ -L "$c/ckpt-00000004" ] || fail "the link itself was removed or replaced"
+    [ ! -e "$c/ckpt-00000002" ] || fail "the unfinished folder was kept: $(ls -l "$c/ckpt-00000002")"
+    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000004 ckpt-00000014 ckpt-00000019"
+}
+
+# bats test_tags=claim:14-launch-restart,claim:14-attempt-id,claim:14-restart-usage
 @test "14 tools/launch --restarts: every rank started again after a failure, a run id and LAUNCH_ATTEMPT each, rings kept" {
     cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
 #!/usr/bin/env bash
@@ -457,10 +640,155 @@ EOF
     done
 }
 
+# alive PID: the process runs (a zombie, dead but not yet reaped, does not)
+alive() {
+    [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]
+}
+
+# bats test_tags=claim:14-launch-run-id
+@test "14 tools/launch: its own run id fits a rank's with a 64-character host name, attempts too; a --run-id too long refused" {
+    mkdir "$BATS_TEST_TMPDIR/bin"
+    printf '#!/bin/sh\necho %s\n' "$(printf 'h%.0s' {1..64})" >"$BATS_TEST_TMPDIR/bin/hostname"
+    chmod +x "$BATS_TEST_TMPDIR/bin/hostname"
+    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
+#!/usr/bin/env bash
+echo "$RUN_ID" >>"$OUT/ids"
+[ "$LAUNCH_ATTEMPT" = 0 ] && [ "$RANK" = 1 ] && exit 7
+exit 0
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/rank"
+    export OUT=$BATS_TEST_TMPDIR
+    run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" "$LAUNCH" -n 2 --restarts 1 "$BATS_TEST_TMPDIR/rank"
+    assert_success
+    assert_equal "$(wc -l <"$OUT/ids")" 4
+    while read -r id; do
+        [ "${#id}" -le 63 ] || fail "a run id of ${#id} characters, more than a rank takes: $id"
+    done <"$OUT/ids"
+    grep -q "^launch-hhhh.*\.a1$" "$OUT/ids" || fail "the fake host name is not used: $(cat "$OUT/ids")"
+    if [ -x "$BIN/$P" ]; then  # the lesson itself takes it (no GPU here: exit code 3, never 2)
+        run --separate-stderr env PATH="$BATS_TEST_TMPDIR/bin:$PATH" CUDA_VISIBLE_DEVICES= "$LAUNCH" -n 2 \
+            "$BIN/$P" $S14
+        [ "$status" -eq 3 ] || fail "exit code $status, expected 3: $stderr"
+    fi
+    # --run-id: what fits with its attempts' .aR
+    run --separate-stderr "$LAUNCH" -n 2 --restarts 1 --run-id "$(printf 'j%.0s' {1..61})" "$BATS_TEST_TMPDIR/rank"
+    assert_equal "$status" 2
+    one_line
+    [[ "$stderr" == "launch: --run-id expects at most 60 characters (its attempts add .a1), got 61"* ]] || fail "$stderr"
+    run --separate-stderr "$LAUNCH" -n 2 --run-id "$(printf 'j%.0s' {1..64})" "$BATS_TEST_TMPDIR/rank"
+    assert_equal "$status" 2
+    run --separate-stderr "$LAUNCH" -n 1 --run-id "$(printf 'j%.0s' {1..63})" "$BATS_TEST_TMPDIR/rank"
+    assert_success
+}
+
+# Without job control a script's & jobs start with SIGINT and SIGQUIT ignored, and a process keeps
+# that through exec.
+# bats test_tags=claim:14-launch-signals
+@test "14 tools/launch: every rank starts with SIGINT and SIGQUIT at their defaults, even when the launcher did not" {
+    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
+#!/usr/bin/env bash
+awk '/^SigIgn:/ { print $2 }' /proc/self/status >"$OUT/ignored$RANK"
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/rank"
+    export OUT=$BATS_TEST_TMPDIR
+    check_defaults() {
+        for r in 0 1; do
+            mask=$((16#$(cat "$OUT/ignored$r")))
+            [ $((mask & 6)) -eq 0 ] || fail "$1: rank $r starts with signals ignored (mask $(cat "$OUT/ignored$r"): 2 INT, 4 QUIT)"
+        done
+    }
+    run "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank"
+    assert_success
+    check_defaults "launched from here"
+    # the launcher itself started as a script's & job, INT and QUIT ignored: its ranks not
+    if env --default-signal=INT true 2>/dev/null; then
+        rm -f "$OUT"/ignored*
+        run bash -c '"$0" -n 2 "$1" & wait $!' "$LAUNCH" "$BATS_TEST_TMPDIR/rank"
+        assert_success
+        check_defaults "launched as a & job"
+    fi
+}
+
+# bats test_tags=claim:14-launch-groups,claim:14-launch-stop
+@test "14 tools/launch stops what a rank started too: a wrapper's child that ignores TERM, on a signal or a failed rank" {
+    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
+#!/usr/bin/env bash
+# a wrapper: its child ignores TERM (only KILL stops it); rank 1 fails once its child runs
+bash -c 'trap "" TERM; echo $$ >"$OUT/child$RANK"; exec sleep 300' &
+for ((k = 0; k < 100; k++)); do [ -s "$OUT/child$RANK" ] && break; sleep 0.05; done
+[ "${MODE:-}" = fail ] && [ "$RANK" = 1 ] && exit 5
+wait
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/rank"
+    export OUT=$BATS_TEST_TMPDIR
+    gone() {
+        for r in 0 1; do
+            pid=$(cat "$OUT/child$r")
+            if alive "$pid"; then
+                kill -KILL "$pid"
+                fail "$1: rank $r's child (pid $pid) still running after launch returned"
+            fi
+        done
+    }
+    "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank" 2>"$OUT/err" &
+    lp=$!
+    for ((k = 0; k < 100; k++)); do [ -s "$OUT/child0" ] && [ -s "$OUT/child1" ] && break; sleep 0.1; done
+    kill -TERM "$lp"
+    st=0
+    wait "$lp" || st=$?
+    assert_equal "$st" 143
+    gone "SIGTERM"
+    rm -f "$OUT"/child*
+    run --separate-stderr env MODE=fail "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 --grace-s 0 "$BATS_TEST_TMPDIR/rank"
+    assert_equal "$status" 5
+    gone "rank 1 failed"
+}
+
+# bats test_tags=claim:14-launch-tmpdir
+@test "14 tools/launch keeps the rings of a failed run in the folder it made, whatever TMPDIR's name holds ([1], *, a space)" {
+    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
+#!/usr/bin/env bash
+echo ring >"$RENDEZVOUS_DIR/flight.$RUN_ID.rank$RANK"
+exit 7
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/rank"
+    for name in 'a[1]b' 'a[b' 'a*b' 'a b'; do
+        tmp=$BATS_TEST_TMPDIR/$name
+        mkdir -p "$tmp"
+        run --separate-stderr env TMPDIR="$tmp" "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank"
+        assert_equal "$status" 7
+        [[ "$stderr" == *"rings are kept in $tmp/launch."* ]] || fail "TMPDIR=$tmp: $stderr"
+        [ -n "$(find "$tmp" -name 'flight.*.rank1')" ] || fail "TMPDIR=$tmp: no ring left: $(find "$tmp")"
+    done
+}
+
+# bats test_tags=claim:14-launch-values
+@test "14 tools/launch refuses an option given without its value, one line naming it, exit code 2" {
+    printf '#!/bin/sh\nexit 0\n' >"$BATS_TEST_TMPDIR/rank"
+    chmod +x "$BATS_TEST_TMPDIR/rank"
+    r=$BATS_TEST_TMPDIR/rank
+    while IFS='|' read -r args option; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$LAUNCH" $args
+        [ "$status" -eq 2 ] || fail "launch $args: exit code $status, expected 2"
+        one_line
+        [[ "$stderr" == "launch: $option needs a value"* ]] || fail "launch $args: $stderr"
+    done <<EOF
+-n|-n
+-n 2 --run-id --simulate-nodes $r|--run-id
+-n 2 --rendezvous --simulate-nodes $r|--rendezvous
+--nproc -n 2 $r|--nproc
+-n 2 --restarts --grace-s 1 $r|--restarts
+-n 2 --grace-s|--grace-s
+-n 2 --nodes --node-rank 0 $r|--nodes
+-n 2 --node-rank|--node-rank
+EOF
+}
+
 # ----------------------------------------------------------------------------
 # two ranks: two GPUs, or simulated nodes on one
 
-# bats test_tags=ranks,gpu,ex:14-ring,ex:14-atomic
+# bats test_tags=ranks,gpu,ex:14-ring,ex:14-atomic,claim:14-ring-end,claim:14-prune-run
 @test "14 two ranks: checkpoints every 5 batches, complete, the last two kept; every rank's ring written, agreeing" {
     need_nccl_gpu
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
@@ -471,16 +799,17 @@ EOF
     assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
     assert_equal "$(json_get "$f" checkpoints_written)" 5  # after batches 4, 9, 14, 19, 24
     assert_equal "$(json_get "$f" start_batch) $(json_get "$f" resumed_from)" "0 -1"
-    # 30 batches x 3 buckets, an all-gather per checkpoint, the losses' all-reduce, the checksums' all-gather
-    assert_equal "$(json_get "$f" flight_calls)" 97
+    # the all-gather of where to resume, 30 batches x 3 buckets, an all-gather per checkpoint, the
+    # losses' all-reduce, the checksums' all-gather
+    assert_equal "$(json_get "$f" flight_calls)" 98
     run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck" --world 2 --shape 64,256,256,256,8
     assert_success
     assert_equal "${lines[*]}" "ckpt-00000024: complete: batch 24, 2 ranks, shape 64,256,256,256,8 ckpt-00000019: complete: batch 19, 2 ranks, shape 64,256,256,256,8 resume: at batch 25 from ckpt-00000024"
     [ -z "$(find "$BATS_TEST_TMPDIR/ck" -name '*.tmp')" ] || fail "temporary files left: $(find "$BATS_TEST_TMPDIR/ck")"
     run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv" --ranks
     assert_success
-    assert_equal "${lines[0]}" "rank 0: 97 calls, the last 97 in its ring; stopped: - (the run ended)"
-    [[ "${lines[2]}" == "no divergence: the 2 ranks' rings agree, every call completed (rank 0: 97 calls, the last all-gather #96 "* ]] ||
+    assert_equal "${lines[0]}" "rank 0: 98 calls, the last 98 in its ring; stopped: - (the run ended)"
+    [[ "${lines[2]}" == "no divergence: the 2 ranks' rings agree, every call completed (rank 0: 98 calls, the last all-gather #97 "* ]] ||
         fail "${lines[2]}"
 }
 
@@ -520,7 +849,7 @@ EOF
     done
 }
 
-# bats test_tags=ranks,gpu,timed,ex:14-ring,ex:14-events
+# bats test_tags=ranks,gpu,timed,ex:14-ring,ex:14-events,claim:14-stop-hook
 @test "14 a rank killed inside an all-reduce: the other stops, and flight-report names the rank and the call it waits in" {
     need_nccl_gpu
     SECONDS=0
@@ -534,7 +863,7 @@ EOF
     assert_equal "$output" "rank 1 left no ring (killed, or stopped before it could write one); rank 0 waits in all-reduce #15 (batch 5, bucket 0, 265.0 KiB), never completed"
 }
 
-# bats test_tags=ranks,gpu,timed
+# bats test_tags=ranks,gpu,timed,claim:14-fp-next
 @test "14 the fingerprint check stops a skipped all-reduce before anything hangs, naming it, well under the time limit" {
     need_nccl_gpu
     SECONDS=0
@@ -542,7 +871,7 @@ EOF
     assert_equal "$status" 1
     assert_num "$SECONDS" "<" 20 "seconds until every rank had stopped (the time limit is 30 s)"
     for r in 0 1; do
-        grep -q "^$P rank $r: .*fingerprint check before batch 5: rank 1 issued all-reduce #21 (batch 5, bucket 1, 257.0 KiB) where rank 0 issued all-reduce #21 (batch 5, bucket 0, 265.0 KiB)" \
+        grep -q "^$P rank $r: .*fingerprint check before batch 5: rank 1 would issue all-reduce #21 (batch 5, bucket 1, 257.0 KiB) where rank 0 would issue all-reduce #21 (batch 5, bucket 0, 265.0 KiB)" \
             "$BATS_TEST_TMPDIR/x.txt" || fail "rank $r: $(cat "$BATS_TEST_TMPDIR/x.txt")"
     done
     # with no fault: a check every batch, and the run passes
@@ -551,7 +880,85 @@ EOF
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/y.json" fingerprint_checks)" 30
 }
 
-# bats test_tags=ranks,gpu,ex:14-ring,ex:14-atomic,ex:14-resume
+# One bucket: the rank that skips its all-reduce is about to make no call where the other makes
+# one. Counted before, the checks agreed and rank 0's all-reduce paired with rank 1's next all-gather.
+# bats test_tags=ranks,gpu,timed,claim:14-fp-next
+@test "14 the fingerprint check stops a rank about to skip the one all-reduce of a one-bucket plan: one call against none" {
+    need_nccl_gpu
+    SECONDS=0
+    launch14 2 x --grace-s 60 -- $S14 --bucket-mib 25 --fingerprint-every 1 --fault skip --fault-rank 1 \
+        --fault-at-batch 5 --timeout-s 30
+    assert_equal "$status" 1
+    assert_num "$SECONDS" "<" 20 "seconds until every rank had stopped (the time limit is 30 s)"
+    # 5 batches of one all-reduce and one check before it: #11 is batch 5's all-reduce
+    for r in 0 1; do
+        grep -q "^$P rank $r: .*fingerprint check before batch 5: rank 0 would issue 1 call in batch 5, rank 1 0: rank 0's all-reduce #11 (batch 5, bucket 0, 587.0 KiB) would pair with whatever rank 1 issues next" \
+            "$BATS_TEST_TMPDIR/x.txt" || fail "rank $r: $(cat "$BATS_TEST_TMPDIR/x.txt")"
+    done
+}
+
+# Four buckets of one size (--in 256 --hidden 256 --out 256: 65792 weights a layer): issued in
+# another order they sum the wrong buffers and nothing hangs. Between two checks (every 2 batches,
+# the fault at batch 5) only the hash of the calls made, bucket by bucket, sees it.
+# bats test_tags=ranks,gpu,timed,claim:14-fp-hash,claim:14-report-part
+@test "14 buckets of one size swapped between two fingerprint checks: the next check stops the run; flight-report names the swap" {
+    need_nccl_gpu
+    SECONDS=0
+    launch14 2 x --grace-s 60 -- --batches 12 --batch 64 --in 256 --hidden 256 --out 256 --bucket-mib 0.001 \
+        --fingerprint-every 2 --fault order --fault-rank 1 --fault-at-batch 5 --timeout-s 30
+    assert_equal "$status" 1
+    assert_num "$SECONDS" "<" 20 "seconds until every rank had stopped (the time limit is 30 s)"
+    # before batch 6: 6 batches x 4 all-reduces and the checks before batches 0, 2 and 4
+    for r in 0 1; do
+        grep -q "^$P rank $r: .*fingerprint check before batch 6: rank 1 made 27 calls before batch 6 (fingerprint [0-9a-f]*), rank 0 27 " \
+            "$BATS_TEST_TMPDIR/x.txt" || fail "rank $r: $(cat "$BATS_TEST_TMPDIR/x.txt")"
+    done
+    # batch 5's first all-reduce is #23 (5 x 4, and 3 checks)
+    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv"
+    assert_equal "$status" 4
+    assert_equal "$output" "rank 1 issued all-reduce #23 (batch 5, bucket 3, 257.0 KiB) where rank 0 issued all-reduce #23 (batch 5, bucket 0, 257.0 KiB)"
+}
+
+# Each rank its own --checkpoint-dir (a node-local folder under srun or mpirun), rank 1's without
+# the newest checkpoint: what a rank whose manifest read fails sees too.
+# bats test_tags=ranks,gpu,claim:14-agree
+@test "14 ranks that find different checkpoints resume from the newest all hold; none in common: every rank stops, saying why" {
+    need_nccl_gpu
+    export NCCL_ALGO=Ring NCCL_PROTO=Simple
+    launch14 2 clean -- $S14
+    assert_success
+    mkdir "$BATS_TEST_TMPDIR/ck0"
+    launch14 2 a -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck0" --checkpoint-every 5
+    assert_success
+    cp -r "$BATS_TEST_TMPDIR/ck0" "$BATS_TEST_TMPDIR/ck1"
+    rm -r "$BATS_TEST_TMPDIR/ck1/ckpt-00000024"
+    cat >"$BATS_TEST_TMPDIR/each" <<'EOF'
+#!/usr/bin/env bash
+exec "$PROG" "$@" --checkpoint-dir "$CK_ROOT$RANK"
+EOF
+    chmod +x "$BATS_TEST_TMPDIR/each"
+    export PROG=$BIN/$P CK_ROOT=$BATS_TEST_TMPDIR/ck
+    PROGRAM14=$BATS_TEST_TMPDIR/each launch14 2 b -- $S14 --checkpoint-every 5
+    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/b.txt")"
+    f=$BATS_TEST_TMPDIR/b.json
+    assert_equal "$(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "19 20"
+    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+    assert_same_bits clean b
+    grep -q "^$P rank 0: every rank resumes from the checkpoint of batch 19, the newest they all hold complete (the newest each holds: rank 0: batch 24, rank 1: batch 19)" \
+        "$BATS_TEST_TMPDIR/b.txt" || fail "$(cat "$BATS_TEST_TMPDIR/b.txt")"
+    # rank 1 holds none: no checkpoint every rank holds
+    rm -r "$BATS_TEST_TMPDIR/ck1"/ckpt-*
+    SECONDS=0
+    PROGRAM14=$BATS_TEST_TMPDIR/each launch14 2 c --grace-s 60 -- $S14 --checkpoint-every 5 --timeout-s 30
+    assert_equal "$status" 1
+    assert_num "$SECONDS" "<" 20 "seconds until every rank had stopped (the time limit is 30 s)"
+    for r in 0 1; do
+        grep -q "^$P rank $r: .*the ranks hold no complete checkpoint in common under --checkpoint-dir .* (the newest each holds: rank 0: batch 24, rank 1: none)" \
+            "$BATS_TEST_TMPDIR/c.txt" || fail "rank $r: $(cat "$BATS_TEST_TMPDIR/c.txt")"
+    done
+}
+
+# bats test_tags=ranks,gpu,ex:14-ring,ex:14-atomic,ex:14-resume,claim:14-fault-once
 @test "14 a rank killed at batch 13 and every rank restarted: the bits of a run that never failed, at most 5 batches redone" {
     need_nccl_gpu
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
@@ -565,9 +972,10 @@ EOF
         fail "no restart: $(cat "$BATS_TEST_TMPDIR/r.txt")"
     f=$BATS_TEST_TMPDIR/r.json
     assert_equal "$(json_get "$f" attempt) $(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "1 9 10"
-    # the restart trained batches 10 to 29 and nothing else: 20 x 3 all-reduces, the all-gathers
-    # of the checkpoints after 14, 19 and 24, the losses' all-reduce and the checksums' all-gather
-    assert_equal "$(json_get "$f" flight_calls) $(json_get "$f" checkpoints_written)" "65 3"
+    # the restart trained batches 10 to 29 and nothing else: the all-gather of where to resume, 20 x 3
+    # all-reduces, the all-gathers of the checkpoints after 14, 19 and 24, the losses' all-reduce and
+    # the checksums' all-gather
+    assert_equal "$(json_get "$f" flight_calls) $(json_get "$f" checkpoints_written)" "66 3"
     assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
     assert_same_bits clean r
     # the failed attempt's rings are there too: rank 1 left none, rank 0 waited in its all-reduce
@@ -612,7 +1020,7 @@ EOF
 
 # The restarts above write the torn checkpoint again: here nothing does, so a write made in
 # place under the file's own name (not atomic) is seen.
-# bats test_tags=ranks,gpu,ex:14-atomic
+# bats test_tags=ranks,gpu,ex:14-atomic,claim:14-allgather-recorded
 @test "14 a rank killed half way through its checkpoint, no restart: no half file under its name, the checkpoint before it used" {
     need_nccl_gpu
     mkdir "$BATS_TEST_TMPDIR/ck"
@@ -625,12 +1033,33 @@ EOF
         fail "rank 1's half-written file stands under its own name: the write was not atomic"
     run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck"
     assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
+    # rank 0 waited in the checkpoint's all-gather, written into its ring before the wait
+    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv"
+    assert_equal "$status" 4
+    [[ "$output" == "rank 1 left no ring"*"; rank 0 waits in all-gather #"*"(batch 14, "*"), never completed" ]] || fail "$output"
+}
+
+# The manifest comes last, once every rank's file is written: rank 0 killed half way through its
+# own file leaves a checkpoint without one (passed over), never a manifest naming a file not there.
+# bats test_tags=ranks,gpu,claim:14-manifest-last
+@test "14 rank 0 killed half way through its own checkpoint file: no manifest of that checkpoint, the one before it in use" {
+    need_nccl_gpu
+    mkdir "$BATS_TEST_TMPDIR/ck"
+    launch14 2 r --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
+        --fault torn --fault-rank 0 --fault-at-batch 14 --timeout-s 10
+    [ "$status" -ne 0 ] || fail "the run passed"
+    grep -q "$P rank 0: killed half way through its checkpoint of batch 14" "$BATS_TEST_TMPDIR/r.txt" ||
+        fail "$(cat "$BATS_TEST_TMPDIR/r.txt")"
+    [ ! -e "$BATS_TEST_TMPDIR/ck/ckpt-00000014/manifest" ] || fail "a manifest of checkpoint 14: $(ls "$BATS_TEST_TMPDIR/ck/ckpt-00000014")"
+    run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck"
+    [[ "${lines[0]}" == "ckpt-00000014: skipped: "*"no manifest: the checkpoint was never completed)" ]] || fail "${lines[0]}"
+    assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
 }
 
 # A rename is atomic, but only what reached the disk survives a power cut: the file's bytes
 # before its rename, the folder's entry after. Seen without strace: tests/fsync-log.c logs every
 # fsync and rename of the ranks, in order.
-# bats test_tags=ranks,gpu,ex:14-atomic
+# bats test_tags=ranks,gpu,ex:14-atomic,claim:14-manifest-last
 @test "14 every checkpoint file is flushed to the disk before its rename, and its folder after (fsync, logged by an LD_PRELOAD shim)" {
     need_nccl_gpu
     shim=$(fsync_shim)
@@ -646,6 +1075,8 @@ EOF
             renames++
             if (!(($1 " " $3) in synced)) { print "not flushed before its rename: " $3; bad = 1 }
             dir = $4; sub(/\/[^\/]*$/, "", dir); waiting[$1 " " dir] = $4
+            if ($4 ~ /\/rank[0-9]+\.bin$/) ranks[dir]++
+            if ($4 ~ /\/manifest$/ && ranks[dir] != 2) { print "the manifest renamed after " ranks[dir] + 0 " of 2 rank files: " $4; bad = 1 }
         }
         END {
             for (k in waiting) { print "its folder not flushed after the rename: " waiting[k]; bad = 1 }

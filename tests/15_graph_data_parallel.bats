@@ -109,7 +109,7 @@ ratio() {
 # ----------------------------------------------------------------------------
 # one rank: any GPU
 
-# bats test_tags=gpu,ex:15-capture,ex:15-loss-event,ex:15-replay
+# bats test_tags=gpu,ex:15-capture,ex:15-loss-event,ex:15-replay,claim:15-census-each
 @test "15 one rank: graph and eager runs bit-identical to the reference under every test delay, one launch per batch" {
     need_nccl_gpu
     assert_verified_under_delays "$P" $SMALL15
@@ -121,8 +121,11 @@ ratio() {
     assert_equal "$(json_get "$f" graph_launches)" "$NB"
     # twelve graphs: lesson 08's ring of 11 losses, rounded up to the two batch slots
     assert_equal "$(json_get "$f" graphs)" 12
-    # the loss's record is a node the host can wait on (15-loss-event): at least that one
-    assert_num "$(json_get "$f" graph_event_record_nodes)" ">=" 1 "event record nodes in a graph"
+    # the loss's record is a node the host can wait on (15-loss-event), in each of the twelve: its own
+    # event looked up among the record nodes (the buckets' records may be nodes too), every graph
+    # holding what graph 0 holds
+    assert_equal "$(json_get "$f" graph_loss_record_nodes)" 12
+    assert_equal "$(json_get "$f" graph_census_alike)" true
     # both variants again, with the graphs instantiated a second time at their nodes' priorities
     run_json p "$P" $SMALL15 --compare-priority
     assert_success
@@ -282,7 +285,7 @@ ratio() {
     done
 }
 
-# bats test_tags=ranks,gpu,timed
+# bats test_tags=ranks,gpu,timed,claim:15-timeout
 @test "15 --break-rule one-rank: rank 0's graph waits for ranks that never captured its all-reduce, until --timeout-s stops every rank" {
     need_nccl_gpu
     SECONDS=0
@@ -300,7 +303,7 @@ ratio() {
     [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
 }
 
-# bats test_tags=ranks,gpu,timed
+# bats test_tags=ranks,gpu,timed,claim:15-note-names,claim:15-timeout
 @test "15 a rank that fails stops every rank, graphs in flight included: by its note, then by --timeout-s when it hangs" {
     need_nccl_gpu
     assert_stops_by_note "$P" 2 $SMALL15

@@ -90,8 +90,8 @@ int main(int argc, char **argv)
     }
     flight_ring *rings[MAX_RANKS] = {NULL};
     static flight_ring held[MAX_RANKS];
-    int world = 0, found = 0;
-    for (int r = 0; r < MAX_RANKS && (world == 0 || r < world); r++) {
+    int world = 0, found = 0, first = -1;
+    for (int r = 0; r < MAX_RANKS; r++) {  // every ring of the run, whatever world the first one says
         char path[1400], why[1600];
         snprintf(path, sizeof path, "%s/flight.%s.rank%d", dir, run, r);
         struct stat st;
@@ -99,9 +99,12 @@ int main(int argc, char **argv)
         if (flight_read(path, &held[r], why, sizeof why) != 0) usage_error(PROG, "%s", why);
         if (held[r].rank != r)
             usage_error(PROG, "%s: the ring of rank %d under the name of rank %d", path, held[r].rank, r);
-        if (world && held[r].world != world)
-            usage_error(PROG, "%s: a ring of %d ranks among rings of %d", path, held[r].world, world);
-        world = held[r].world;
+        if (first >= 0 && held[r].world != world)
+            usage_error(PROG, "%s: a ring of %d ranks, where rank %d's says %d", path, held[r].world, first, world);
+        if (first >= 0 && r >= world)
+            usage_error(PROG, "%s: a ring of rank %d, where rank %d's says the run has %d ranks", path, r, first,
+                        world);
+        if (first < 0) first = r, world = held[r].world;
         rings[r] = &held[r];
         found++;
     }

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 1444596674)
+// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 3932854074)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 14): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -102,7 +102,6 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
     ckpt_rank_file(ft->ckpt.root, batch, d->rank, path, sizeof path);
     rank_file mine = {(long long)size, sum, 1, 0};
     if (write_atomically(ft, path, bytes, size, batch) != 0) mine.ok = 0, mine.err = errno;
-    free(bytes);
 
     // one small collective: every rank's file is there (or why not) before the manifest is
     rank_file *all = (rank_file *)host_calloc((size_t)d->world, sizeof(rank_file), "the checkpoint");
@@ -127,8 +126,9 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
         ckpt_manifest_file(ft->ckpt.root, batch, path, sizeof path);
         if (write_atomically(ft, path, text, strlen(text), -1) != 0)
             dist_fail(d, "cannot write %s: %s; the last complete checkpoint stays where it was", path, strerror(errno));
-        ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two
+        ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two that verify
     }
+    free(bytes);
     free(all);
     ft->ckpt.written++;
     ft->ckpt.ms += host_now_ms() - t0;

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 437457385)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1131587954)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -177,7 +177,7 @@ int main(int argc, char **argv)
     const train_options *w = &o.train;  // the whole batch's
     ckpt_run_init(&ft.ckpt.run, d.world, shape.dims, shape.layers, (long long)shape.nparams, w->seed, w->batch,
                   shard.batch, w->lr, w->prep_work, (long long)(o.bucket_mib * 1048576.0));
-    long long found = find_checkpoint(&ft, w->batches);  // another run's: one line, exit code 2, no GPU touched
+    find_checkpoints(&ft, w->batches);  // another run's: one line, exit code 2, no GPU touched
 
     dist_select_device(&d);
     trainer t;
@@ -185,7 +185,8 @@ int main(int argc, char **argv)
     dist_connect(&d);
     ft.dp.grads = d.comm;  // the gradients' all-reduces on the parent communicator: every call recorded
     setup(&t, &ft, &o);
-    ft.ckpt.start = found >= 0 ? restore(&t, &ft, found) : 0;
+    long long agreed = agree_on_checkpoint(&ft);  // the newest checkpoint every rank holds
+    ft.ckpt.start = agreed >= 0 ? restore(&t, &ft, agreed) : 0;
 
     double t0 = host_now_ms();
     trace_range run = trace_begin(TL_RANGE_PHASE, "run", -1);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/recorder.cu, made by `make lessons` (checksum 2589492610)
+// STUDENT VERSION of solutions/14_fault_tolerance/recorder.cu, made by `make lessons` (checksum 3722410558)
 // Fill in its 2 TODOs.
 // recorder.cu (lesson 14): the flight recorder. Every communication call of the rank goes into a
 // ring of its last --ring-slots calls (default RING_SLOTS), with an event recorded behind it on its stream (exercise
@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>  // nanosleep: the stop's short wait for a slot being filled
 
 #include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
 
@@ -30,18 +31,31 @@ void recorder_destroy(flight_recorder *r)
     free(r->ring);
 }
 
+// The main thread is about to fill a slot: 1, or 0 when the ring is being written (a stop), and
+// then nothing more is recorded. It says so first, then looks (recorder_write does the reverse):
+// of the two, at least one sees the other.
+static int begin_filling(flight_recorder *r)
+{
+    __atomic_store_n(&r->filling, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&r->frozen, __ATOMIC_SEQ_CST)) return 1;
+    __atomic_store_n(&r->filling, 0, __ATOMIC_RELEASE);
+    return 0;
+}
+
 // Called right after the call was issued on `stream`: NCCL has queued it, nothing says yet that
 // it ran. The event recorded behind it says so later.
 void recorder_record(flight_recorder *r, flight_op op, long batch, int part, size_t count, size_t elem_bytes, int peer,
                      cudaStream_t stream, const char *stream_name)
 {
+    if (!begin_filling(r)) return;  // a stop is writing the ring
     // TODO(14-ring): the call's entry goes in slot r->calls % r->slots: fill seq
     // (r->calls), index (r->collectives: this lesson issues collectives only), op, batch, part,
     // count, bytes, peer, stream (the name), fired -1; record that slot's event r->done[...] on
-    // `stream` behind the call; then count the call (r->calls, r->collectives) and fold op, count
-    // and part into r->hash with fnv1a
+    // `stream` behind the call; then count the call (r->calls, r->collectives) and fold what it is
+    // (op, count, bytes, part, batch) into r->hash with fnv1a
     (void)r, (void)op, (void)batch, (void)part, (void)count, (void)elem_bytes, (void)peer, (void)stream;
     (void)stream_name;
+    __atomic_store_n(&r->filling, 0, __ATOMIC_RELEASE);  // the slot and the count are whole
 }
 
 // The checks' all-gathers (the fingerprint, the checkpoint's files, the checksums at the end),
@@ -57,24 +71,41 @@ void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void 
     dist_gather_end(d, &g, all, stream);  // every rank's part back on the host, the wait polled
 }
 
+// The calls the ring holds, frozen: the main thread records nothing from now on. A slot it is
+// filling (it came back from NCCL as the watchdog claimed the stop) is waited for a moment, never
+// for long (the watchdog must not block on it), then left out. Returns the calls recorded; the
+// oldest to copy in *first.
+static long long freeze(flight_recorder *r, long long *first)
+{
+    __atomic_store_n(&r->frozen, 1, __ATOMIC_SEQ_CST);
+    struct timespec nap = {0, 10000};
+    int filling = 1;
+    for (int k = 0; k < 10000 && (filling = __atomic_load_n(&r->filling, __ATOMIC_SEQ_CST)); k++)
+        nanosleep(&nap, NULL);                                       // 100 ms at most
+    long long calls = __atomic_load_n(&r->calls, __ATOMIC_ACQUIRE);  // read once: the copy stops there
+    *first = calls > r->slots ? calls - r->slots : 0;
+    if (filling && calls >= r->slots) (*first)++;  // the slot being filled is the oldest one's
+    return calls;
+}
+
 // Writes the ring, oldest call first, each marked by whether its completion event has fired.
 // Runs once: from the stop hook (the main thread or the watchdog, the rank about to abort) or
 // at the end of the run.
 void recorder_write(flight_recorder *r, const char *why)
 {
     if (!r->path[0] || __atomic_exchange_n(&r->written, 1, __ATOMIC_SEQ_CST)) return;
+    long long first = 0, calls = freeze(r, &first);
     flight_ring out;
     memset(&out, 0, sizeof out);
     out.rank = r->dist->rank;
     out.world = r->dist->world;
     snprintf(out.run, sizeof out.run, "%s", r->dist->run);
-    out.calls = r->calls;
+    out.calls = calls;
     out.slots = r->slots;
     snprintf(out.stopped, sizeof out.stopped, "%s", why);
     out.entries = (flight_entry *)calloc((size_t)r->slots, sizeof(flight_entry));
     if (!out.entries) return;
-    long long first = r->calls > r->slots ? r->calls - r->slots : 0;
-    for (long long seq = first; seq < r->calls; seq++) {
+    for (long long seq = first; seq < calls; seq++) {
         int slot = (int)(seq % r->slots);
         flight_entry *e = &out.entries[out.n++];
         *e = r->ring[slot];

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 3360246716)
+// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 3493877443)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // train.cu (lesson 14): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson
 // 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
@@ -93,9 +93,42 @@ typedef struct {
     flight_entry next[DDP_MAX_BUCKETS];
 } fingerprint;
 
+// 1 when two calls about to be made are not the same call: what NCCL pairs them by (their
+// number) and what it then mixes (the operation, the size, the bucket, the batch).
+static int not_same(const flight_entry *a, const flight_entry *b)
+{
+    return a->index != b->index || a->op != b->op || a->count != b->count || a->bytes != b->bytes ||
+           a->part != b->part || a->batch != b->batch;
+}
+
+// Rank r's calls about to be made against rank 0's, one by one: 1 and the first difference in
+// `line` (a call that differs, or one that one rank would make and the other not), else 0.
+static int next_calls_differ(const fingerprint *all, int r, long i, char *line, size_t size)
+{
+    const fingerprint *a = &all[r], *b = &all[0];
+    char x[160], y[160];
+    for (int k = 0; k < a->n && k < b->n; k++) {
+        if (!not_same(&a->next[k], &b->next[k])) continue;
+        flight_describe(&a->next[k], x, sizeof x);
+        flight_describe(&b->next[k], y, sizeof y);
+        snprintf(line, size, "rank %d would issue %s where rank 0 would issue %s", r, x, y);
+        return 1;
+    }
+    if (a->n == b->n) return 0;
+    int more = a->n > b->n ? r : 0, fewer = a->n > b->n ? 0 : r;
+    const fingerprint *m = &all[more];
+    flight_describe(&m->next[a->n < b->n ? a->n : b->n], x, sizeof x);
+    snprintf(line, size,
+             "rank %d would issue %d call%s in batch %ld, rank %d %d: rank %d's %s would pair with whatever rank %d "
+             "issues next",
+             more, m->n, m->n == 1 ? "" : "s", i, fewer, all[fewer].n, more, x, fewer);
+    return 1;
+}
+
 // Every rank's fingerprint through one small all-gather; where they differ, this rank stops
 // with the first divergence in one line (every rank finds the same), before any rank issues a
-// call that could hang.
+// call that could hang: the calls made so far (their number and their hash), then the calls
+// about to be made, one by one.
 static void fingerprint_check(fault_tolerance *ft, long i)
 {
     dist_env *d = ft->dist;
@@ -134,20 +167,7 @@ static void fingerprint_check(fault_tolerance *ft, long i)
                      (unsigned long long)all[0].hash);
             differ = 1;
         }
-    if (!differ) {
-        flight_ring *held = (flight_ring *)host_calloc((size_t)d->world, sizeof(flight_ring), "the fingerprints");
-        flight_ring **ptrs = (flight_ring **)host_calloc((size_t)d->world, sizeof(flight_ring *), "the fingerprints");
-        for (int r = 0; r < d->world; r++) {
-            held[r].rank = r;
-            held[r].world = d->world;
-            held[r].n = all[r].n;
-            held[r].entries = all[r].next;
-            ptrs[r] = &held[r];
-        }
-        differ = flight_diverge(ptrs, d->world, line, sizeof line);
-        free(ptrs);
-        free(held);
-    }
+    for (int r = 1; r < d->world && !differ; r++) differ = next_calls_differ(all, r, i, line, sizeof line);
     free(all);
     if (differ) dist_fail(d, "fingerprint check before batch %ld: %s", i, line);
 }

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 490850989)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 1382756916)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // graph_dp.h: lesson 15's types, and what its files call in one another (the overview
 // is in main.cu). graphs.cu: the warm-up, and the exercises (the capture around the all-reduces,
@@ -17,6 +17,7 @@
 #include "common/graphs.h"   // defines: graph_census, graph_census_of
 #include "common/harness.h"  // defines: harness_run_with, harness_finish, harness_rank_outputs
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
+#include "common/memory.h"   // defines: host_calloc
 #include "common/timing.h"   // defines: host_now_ms
 #include "common/trace.h"    // defines: trace_begin, trace_end
 #include "common/trainer.h"  // defines: trainer_init, train_options_default, train_option_specs, trainer_forward,
@@ -39,7 +40,9 @@ typedef struct {
     long launches;                     // cudaGraphLaunch calls in the last graph run
     double warm_up_ms;                 // the eager step before the capture
     double capture_ms;                 // capturing and instantiating every graph
-    graph_census census;               // what graph[0] holds (every graph holds the same)
+    graph_census census;               // what graph[0] holds
+    int census_alike;                  // every graph holds what graph[0] holds, node type by node type
+    int loss_records;                  // graphs whose loss event is a node the host can wait on (15-loss-event)
 } graph_dp;
 
 // --break-rule: which rule of capturing NCCL to break, to show what CUDA or NCCL answers.

@@ -114,7 +114,6 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
     ckpt_rank_file(ft->ckpt.root, batch, d->rank, path, sizeof path);
     rank_file mine = {(long long)size, sum, 1, 0};
     if (write_atomically(ft, path, bytes, size, batch) != 0) mine.ok = 0, mine.err = errno;
-    free(bytes);
 
     // one small collective: every rank's file is there (or why not) before the manifest is
     rank_file *all = (rank_file *)host_calloc((size_t)d->world, sizeof(rank_file), "the checkpoint");
@@ -139,8 +138,9 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
         ckpt_manifest_file(ft->ckpt.root, batch, path, sizeof path);
         if (write_atomically(ft, path, text, strlen(text), -1) != 0)
             dist_fail(d, "cannot write %s: %s; the last complete checkpoint stays where it was", path, strerror(errno));
-        ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two
+        ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two that verify
     }
+    free(bytes);
     free(all);
     ft->ckpt.written++;
     ft->ckpt.ms += host_now_ms() - t0;

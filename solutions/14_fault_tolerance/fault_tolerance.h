@@ -13,7 +13,7 @@
 
 #include "common/args.h"     // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error, arg_double
 #include "common/check.h"    // defines: CUDA_CHECK
-#include "common/ckpt.h"     // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_latest,
+#include "common/ckpt.h"     // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_complete,
                              //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS,
                              //          ckpt_folder, CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune,
                              //          ckpt_run_differs, ckpt_run_init
@@ -21,7 +21,7 @@
                              //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
                              //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_option_specs,
                              //          dist_gather_begin, dist_gather_end
-#include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_diverge,
+#include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_describe,
                              //          FLIGHT_MAX_SLOTS
 #include "common/harness.h"  // defines: harness_finish, harness_rank_outputs
 #include "common/json.h"     // defines: json_int, json_num, json_str, json_bool, json_hex
@@ -43,6 +43,7 @@
 #define SYNC_INTERVAL 10  // batches between two reads of the losses (lesson 08)
 #define LOSS_RING (SYNC_INTERVAL + 1)
 #define RING_SLOTS 256  // the flight recorder keeps this many calls, by default
+#define HELD_MAX 8      // complete checkpoints a rank tells the others it holds, the newest
 
 // The faults --fault injects, on rank --fault-rank at batch --fault-at-batch, in the first
 // attempt of a launch only (LAUNCH_ATTEMPT unset or 0): a restart runs clean.
@@ -85,16 +86,23 @@ typedef struct {
     cudaEvent_t *done;      // its completion event, at done[seq % slots]
     long long calls;        // calls recorded so far: the next one's seq
     long long collectives;  // collectives recorded so far: the next one's index (what NCCL pairs by)
-    uint64_t hash;          // FNV-1a of every call's op, count and part: the fingerprint
+    uint64_t hash;          // FNV-1a of what every call was (op, count, bytes, part, batch): the fingerprint
     char path[1200];        // flight.RUN.rankR beside the rendezvous ("" where there is none)
     int written;            // the ring was written (the stop hook, or the end of the run)
+    // The stop hook may copy the ring on the watchdog thread while the main thread, back from the
+    // NCCL call it was in, records the next call: each says what it does before it looks at what
+    // the other does (recorder.cu), so the copy never reads a slot being filled.
+    int filling;  // the main thread is filling a slot
+    int frozen;   // the ring is being written: nothing more is recorded
 } flight_recorder;
 
 // The checkpoints this run reads and writes (checkpoint.cu, resume.cu).
 typedef struct {
-    const char *root;           // --checkpoint-dir: NULL, no checkpoints
-    int every;                  // --checkpoint-every
-    ckpt_run run;               // every field that makes this run this run: another's checkpoint is refused
+    const char *root;          // --checkpoint-dir: NULL, no checkpoints
+    int every;                 // --checkpoint-every
+    ckpt_run run;              // every field that makes this run this run: another's checkpoint is refused
+    long long held[HELD_MAX];  // the newest complete checkpoints this rank finds, newest first
+    int held_n;
     long long resume_from;      // the checkpoint this run started from (-1: none)
     long start;                 // the first batch this run trains
     long written;               // checkpoints written by this run
@@ -141,7 +149,8 @@ int write_atomically(fault_tolerance *ft, const char *path, const void *data, si
 void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_loss);
 
 // resume.cu
-long long find_checkpoint(const fault_tolerance *ft, int batches);
+void find_checkpoints(fault_tolerance *ft, int batches);  // before any GPU work: another run's is refused
+long long agree_on_checkpoint(fault_tolerance *ft);       // once connected: the newest every rank holds
 long restore(trainer *t, fault_tolerance *ft, long long batch);
 
 // report.cu

@@ -175,7 +175,7 @@ int main(int argc, char **argv)
     const train_options *w = &o.train;  // the whole batch's
     ckpt_run_init(&ft.ckpt.run, d.world, shape.dims, shape.layers, (long long)shape.nparams, w->seed, w->batch,
                   shard.batch, w->lr, w->prep_work, (long long)(o.bucket_mib * 1048576.0));
-    long long found = find_checkpoint(&ft, w->batches);  // another run's: one line, exit code 2, no GPU touched
+    find_checkpoints(&ft, w->batches);  // another run's: one line, exit code 2, no GPU touched
 
     dist_select_device(&d);
     trainer t;
@@ -183,7 +183,8 @@ int main(int argc, char **argv)
     dist_connect(&d);
     ft.dp.grads = d.comm;  // the gradients' all-reduces on the parent communicator: every call recorded
     setup(&t, &ft, &o);
-    ft.ckpt.start = found >= 0 ? restore(&t, &ft, found) : 0;
+    long long agreed = agree_on_checkpoint(&ft);  // the newest checkpoint every rank holds
+    ft.ckpt.start = agreed >= 0 ? restore(&t, &ft, agreed) : 0;
 
     double t0 = host_now_ms();
     trace_range run = trace_begin(TL_RANGE_PHASE, "run", -1);

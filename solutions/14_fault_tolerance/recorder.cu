@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>  // nanosleep: the stop's short wait for a slot being filled
 
 #include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
 
@@ -28,16 +29,28 @@ void recorder_destroy(flight_recorder *r)
     free(r->ring);
 }
 
+// The main thread is about to fill a slot: 1, or 0 when the ring is being written (a stop), and
+// then nothing more is recorded. It says so first, then looks (recorder_write does the reverse):
+// of the two, at least one sees the other.
+static int begin_filling(flight_recorder *r)
+{
+    __atomic_store_n(&r->filling, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&r->frozen, __ATOMIC_SEQ_CST)) return 1;
+    __atomic_store_n(&r->filling, 0, __ATOMIC_RELEASE);
+    return 0;
+}
+
 // Called right after the call was issued on `stream`: NCCL has queued it, nothing says yet that
 // it ran. The event recorded behind it says so later.
 void recorder_record(flight_recorder *r, flight_op op, long batch, int part, size_t count, size_t elem_bytes, int peer,
                      cudaStream_t stream, const char *stream_name)
 {
+    if (!begin_filling(r)) return;  // a stop is writing the ring
     // BEGIN SOLUTION(14-ring): the call's entry goes in slot r->calls % r->slots: fill seq
     // (r->calls), index (r->collectives: this lesson issues collectives only), op, batch, part,
     // count, bytes, peer, stream (the name), fired -1; record that slot's event r->done[...] on
-    // `stream` behind the call; then count the call (r->calls, r->collectives) and fold op, count
-    // and part into r->hash with fnv1a
+    // `stream` behind the call; then count the call (r->calls, r->collectives) and fold what it is
+    // (op, count, bytes, part, batch) into r->hash with fnv1a
     int slot = (int)(r->calls % r->slots);
     flight_entry *e = &r->ring[slot];
     e->seq = r->calls;
@@ -53,11 +66,12 @@ void recorder_record(flight_recorder *r, flight_op op, long batch, int part, siz
     CUDA_CHECK(cudaEventRecord(r->done[slot], stream));
     r->calls++;
     r->collectives++;
-    long long sig[3] = {op, (long long)count, part};
+    long long sig[5] = {op, (long long)count, (long long)(count * elem_bytes), part, batch};
     r->hash = fnv1a(sig, sizeof sig, r->hash);
     //| (void)r, (void)op, (void)batch, (void)part, (void)count, (void)elem_bytes, (void)peer, (void)stream;
     //| (void)stream_name;
     // END SOLUTION
+    __atomic_store_n(&r->filling, 0, __ATOMIC_RELEASE);  // the slot and the count are whole
 }
 
 // The checks' all-gathers (the fingerprint, the checkpoint's files, the checksums at the end),
@@ -73,24 +87,41 @@ void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void 
     dist_gather_end(d, &g, all, stream);  // every rank's part back on the host, the wait polled
 }
 
+// The calls the ring holds, frozen: the main thread records nothing from now on. A slot it is
+// filling (it came back from NCCL as the watchdog claimed the stop) is waited for a moment, never
+// for long (the watchdog must not block on it), then left out. Returns the calls recorded; the
+// oldest to copy in *first.
+static long long freeze(flight_recorder *r, long long *first)
+{
+    __atomic_store_n(&r->frozen, 1, __ATOMIC_SEQ_CST);
+    struct timespec nap = {0, 10000};
+    int filling = 1;
+    for (int k = 0; k < 10000 && (filling = __atomic_load_n(&r->filling, __ATOMIC_SEQ_CST)); k++)
+        nanosleep(&nap, NULL);                                       // 100 ms at most
+    long long calls = __atomic_load_n(&r->calls, __ATOMIC_ACQUIRE);  // read once: the copy stops there
+    *first = calls > r->slots ? calls - r->slots : 0;
+    if (filling && calls >= r->slots) (*first)++;  // the slot being filled is the oldest one's
+    return calls;
+}
+
 // Writes the ring, oldest call first, each marked by whether its completion event has fired.
 // Runs once: from the stop hook (the main thread or the watchdog, the rank about to abort) or
 // at the end of the run.
 void recorder_write(flight_recorder *r, const char *why)
 {
     if (!r->path[0] || __atomic_exchange_n(&r->written, 1, __ATOMIC_SEQ_CST)) return;
+    long long first = 0, calls = freeze(r, &first);
     flight_ring out;
     memset(&out, 0, sizeof out);
     out.rank = r->dist->rank;
     out.world = r->dist->world;
     snprintf(out.run, sizeof out.run, "%s", r->dist->run);
-    out.calls = r->calls;
+    out.calls = calls;
     out.slots = r->slots;
     snprintf(out.stopped, sizeof out.stopped, "%s", why);
     out.entries = (flight_entry *)calloc((size_t)r->slots, sizeof(flight_entry));
     if (!out.entries) return;
-    long long first = r->calls > r->slots ? r->calls - r->slots : 0;
-    for (long long seq = first; seq < r->calls; seq++) {
+    for (long long seq = first; seq < calls; seq++) {
         int slot = (int)(seq % r->slots);
         flight_entry *e = &out.entries[out.n++];
         *e = r->ring[slot];

@@ -1,9 +1,11 @@
-// resume.cu (lesson 14): where a run starts. Before the GPU is touched, the newest complete
-// checkpoint under --checkpoint-dir (a torn or corrupt one is said and passed over for the one
-// before it); a checkpoint of another run (any field of common/ckpt.h's ckpt_run: rank count,
-// shape, seed, --batch, --lr, ...), or one at or past the run's last batch, is refused with
-// one line and exit code 2. Once the GPU is open each rank takes its own state back and trains
-// from the batch after the checkpoint's (exercise 14-resume).
+// resume.cu (lesson 14): where a run starts. Before the GPU is touched, each rank lists the newest
+// complete checkpoints under --checkpoint-dir (a torn or corrupt one is said and passed over for
+// the one before it); a checkpoint of another run (any field of common/ckpt.h's ckpt_run: rank
+// count, shape, seed, --batch, --lr, ...), or one at or past the run's last batch, is refused with
+// one line and exit code 2. Once connected, the ranks agree with one small all-gather on the newest
+// checkpoint every rank holds (a rank that cannot read a manifest, or sees another folder, would
+// otherwise train other batches than the rest); none in common stops every rank, saying why. Then
+// each rank takes its own state back and trains from the batch after it (exercise 14-resume).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,26 +19,87 @@ static void say_skipped(void *ctx, long long batch, const char *why)
         fprintf(stderr, "%s: checkpoint of batch %lld passed over: %s\n", ft->dist->name, batch, why);
 }
 
-long long find_checkpoint(const fault_tolerance *ft, int batches)
+void find_checkpoints(fault_tolerance *ft, int batches)
 {
-    if (!ft->ckpt.root) return -1;
-    ckpt_manifest m;
-    long long batch = ckpt_latest(ft->ckpt.root, &m, say_skipped, (void *)ft);
-    if (batch < 0) return -1;
+    checkpointing *c = &ft->ckpt;
+    c->held_n = 0;
+    if (!c->root) return;
+    ckpt_manifest m[HELD_MAX];
+    c->held_n = ckpt_complete(c->root, c->held, m, HELD_MAX, say_skipped, (void *)ft);
     const char *name = ft->dist->name;
     char why[400];
-    if (ckpt_run_differs(&m.run, &ft->ckpt.run, CKPT_EVERY_FIELD, why, sizeof why))
-        usage_error(name, "--checkpoint-dir %s: its checkpoint of batch %lld %s (a checkpoint of another run)",
-                    ft->ckpt.root, batch, why);
-    if (batch + 1 >= batches)  // its losses would not fit this run's, and nothing would be left to train
-        usage_error(name,
-                    "--checkpoint-dir %s: its checkpoint of batch %lld lies at or past this run's last batch "
-                    "(--batches %d: a checkpoint of another run)",
-                    ft->ckpt.root, batch, batches);
-    return batch;
+    for (int k = 0; k < c->held_n; k++) {
+        if (ckpt_run_differs(&m[k].run, &c->run, CKPT_EVERY_FIELD, why, sizeof why))
+            usage_error(name, "--checkpoint-dir %s: its checkpoint of batch %lld %s (a checkpoint of another run)",
+                        c->root, c->held[k], why);
+        if (c->held[k] + 1 >= batches)  // its losses would not fit this run's, and nothing would be left to train
+            usage_error(name,
+                        "--checkpoint-dir %s: its checkpoint of batch %lld lies at or past this run's last batch "
+                        "(--batches %d: a checkpoint of another run)",
+                        c->root, c->held[k], batches);
+    }
 }
 
-// This rank's state from checkpoint `batch` (found complete by find_checkpoint): the weights
+// What one rank holds, as the others see it: its newest complete checkpoints, newest first.
+typedef struct {
+    long long batch[HELD_MAX];
+    int n, pad;
+} held_checkpoints;
+
+// 1 when rank r's list holds checkpoint `batch`.
+static int holds(const held_checkpoints *h, long long batch)
+{
+    for (int k = 0; k < h->n; k++)
+        if (h->batch[k] == batch) return 1;
+    return 0;
+}
+
+long long agree_on_checkpoint(fault_tolerance *ft)
+{
+    dist_env *d = ft->dist;
+    checkpointing *c = &ft->ckpt;
+    if (!c->root || d->world == 1) return c->held_n > 0 ? c->held[0] : -1;
+    held_checkpoints mine;
+    memset(&mine, 0, sizeof mine);
+    mine.n = c->held_n;
+    for (int k = 0; k < c->held_n; k++) mine.batch[k] = c->held[k];
+    held_checkpoints *all = (held_checkpoints *)host_calloc((size_t)d->world, sizeof mine, "the checkpoints held");
+    recorder_allgather(&ft->rec, d, 0, &mine, all, sizeof mine, ft->dp.comm_stream, "comm");
+    long long agreed = -1;
+    int any = 0;
+    for (int k = 0; k < all[0].n && agreed < 0; k++) {
+        int everyone = 1;
+        for (int r = 1; r < d->world && everyone; r++) everyone = holds(&all[r], all[0].batch[k]);
+        if (everyone) agreed = all[0].batch[k];
+    }
+    char newest[256] = "";
+    size_t at = 0;
+    for (int r = 0; r < d->world && at < sizeof newest; r++) {  // what each rank found, for the messages
+        any = any || all[r].n > 0;
+        if (all[r].n > 0)
+            at += (size_t)snprintf(newest + at, sizeof newest - at, "%srank %d: batch %lld", r ? ", " : "", r,
+                                   all[r].batch[0]);
+        else
+            at += (size_t)snprintf(newest + at, sizeof newest - at, "%srank %d: none", r ? ", " : "", r);
+    }
+    int alike = 1;
+    for (int r = 1; r < d->world; r++)
+        alike = alike && all[r].n > 0 && all[0].n > 0 && all[r].batch[0] == all[0].batch[0];
+    free(all);
+    if (agreed < 0 && any)
+        dist_fail(d,
+                  "the ranks hold no complete checkpoint in common under --checkpoint-dir %s (the newest each "
+                  "holds: %s): every rank must see the same folder, whole",
+                  c->root, newest);
+    if (agreed >= 0 && !alike && d->rank == 0)
+        fprintf(stderr,
+                "%s: every rank resumes from the checkpoint of batch %lld, the newest they all hold complete "
+                "(the newest each holds: %s)\n",
+                d->name, agreed, newest);
+    return agreed;
+}
+
+// This rank's state from checkpoint `batch` (the one the ranks agreed on): the weights
 // on the GPU, the losses taken so far; returns the first batch to train.
 long restore(trainer *t, fault_tolerance *ft, long long batch)
 {

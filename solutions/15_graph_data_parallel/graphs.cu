@@ -4,6 +4,7 @@
 // (15-loss-event), the replay (15-replay); and the eager step before any capture.
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>  // memcmp: one graph's census against another's
 
 #include "graph_dp.h"  // the lesson's types, and through it lesson 12's and the course's
 
@@ -75,6 +76,42 @@ static void capture_graph(graph_dp *g, trainer *t, int k)
     // END SOLUTION
 }
 
+// How many of the graph's event record nodes record `event`: a node the host can wait on, where a
+// plain record inside a capture is only an edge between two nodes (lesson 11).
+static int records_of(cudaGraph_t graph, cudaEvent_t event)
+{
+    size_t n = 0;
+    CUDA_CHECK(cudaGraphGetNodes(graph, NULL, &n));
+    if (n == 0) return 0;
+    cudaGraphNode_t *nodes = (cudaGraphNode_t *)host_calloc(n, sizeof(cudaGraphNode_t), "the graph's nodes");
+    CUDA_CHECK(cudaGraphGetNodes(graph, nodes, &n));
+    int found = 0;
+    for (size_t j = 0; j < n; j++) {
+        enum cudaGraphNodeType type;
+        cudaEvent_t recorded = NULL;
+        CUDA_CHECK(cudaGraphNodeGetType(nodes[j], &type));
+        if (type != cudaGraphNodeTypeEventRecord) continue;
+        CUDA_CHECK(cudaGraphEventRecordNodeGetEvent(nodes[j], &recorded));
+        found += recorded == event;
+    }
+    free(nodes);
+    return found;
+}
+
+// What the graphs hold: graph 0's nodes by type, whether every graph holds the same, and in how
+// many the loss's event is a node of its own (each bucket's records may be nodes too: counted apart).
+static void take_census(graph_dp *g)
+{
+    g->census = graph_census_of(g->graph[0]);
+    g->census_alike = 1;
+    g->loss_records = 0;
+    for (int k = 0; k < GRAPH_RING; k++) {
+        graph_census c = graph_census_of(g->graph[k]);
+        g->census_alike = g->census_alike && memcmp(&c, &g->census, sizeof c) == 0;
+        g->loss_records += records_of(g->graph[k], g->dp->losses.ready[k]) == 1;
+    }
+}
+
 // Every rank captures the same graphs, in the same order, each holding the same all-reduces in
 // the same order: NCCL treats a captured collective as a collective property of the capture, and
 // the launch of a graph holding one as a collective call of every rank that captured it.
@@ -101,7 +138,7 @@ void capture_graphs(graph_dp *g, trainer *t)
     g->capture_ms = host_now_ms() - t0;
     trace_end(&phase);
     t->delays_on = delays_were_on;
-    g->census = graph_census_of(g->graph[0]);
+    take_census(g);
 }
 
 // --compare-priority: the same graphs instantiated again into `prioritized`, each kernel node run at

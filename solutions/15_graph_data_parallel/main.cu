@@ -111,10 +111,12 @@ static void report(trainer *t, const graph_dp *g, const harness_extras *x, const
         if (!o->no_warm_up) snprintf(warm, sizeof warm, "%.1f ms", g->warm_up_ms);
         fprintf(out,
                 "graphs: %d, one per loss-ring slot; warm-up step %s, captured and instantiated in %.1f ms; "
-                "each holds %d nodes: %d kernels (NCCL's among them), %d copies, %d event records, %d other "
-                "(%d event waits, %d host functions, %d empty); %ld launches in the last graph run (%d batches)\n",
-                GRAPH_RING, warm, g->capture_ms, c->nodes, c->kernels, c->copies, c->event_records, c->others,
-                c->event_waits, c->hosts, c->empties, g->launches, o->train.batches);
+                "%s %d nodes: %d kernels (NCCL's among them), %d copies, %d event records (the loss's a node "
+                "of its own in %d graphs), %d other (%d event waits, %d host functions, %d empty); %ld launches "
+                "in the last graph run (%d batches)\n",
+                GRAPH_RING, warm, g->capture_ms, g->census_alike ? "each holds" : "NOT ALIKE: graph 0 holds", c->nodes,
+                c->kernels, c->copies, c->event_records, g->loss_records, c->others, c->event_waits, c->hosts,
+                c->empties, g->launches, o->train.batches);
         fprintf(out, "step: graph %.3f ms, eager (lesson 12) %.3f ms: %.2fx%s\n", t_graph, t_eager, t_eager / t_graph,
                 not_perf);
         if (o->compare_priority)
@@ -143,6 +145,8 @@ static void report(trainer *t, const graph_dp *g, const harness_extras *x, const
     json_int(js, "graph_event_wait_nodes", c->event_waits);
     json_int(js, "graph_host_nodes", c->hosts);
     json_int(js, "graph_empty_nodes", c->empties);
+    json_bool(js, "graph_census_alike", g->census_alike);
+    json_int(js, "graph_loss_record_nodes", g->loss_records);
     json_int(js, "graph_launches", g->launches);
     json_bool(js, "warm_up", !o->no_warm_up);
     json_num(js, "warm_up_ms", g->warm_up_ms);
