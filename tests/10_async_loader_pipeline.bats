@@ -43,7 +43,7 @@ setup_file() {
     done
 }
 
-# bats test_tags=gpu,timed,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
+# bats test_tags=gpu,timed,deadline,ex:10-claim,ex:10-publish,ex:10-hand-back,ex:10-recycle
 @test "10 a failing loader stops the run within seconds, however the loaders stand: every loader joined, the batch named" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL --workers 3 --prefetch 2

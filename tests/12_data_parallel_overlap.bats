@@ -508,14 +508,14 @@ first_bucket_early() {
     assert_success
 }
 
-# bats test_tags=ranks,gpu,timed,claim:12-note-names
+# bats test_tags=ranks,gpu,timed,deadline,claim:12-note-names
 @test "12 a rank that fails stops every rank well under the time limit (its note), the failed one named, two and four ranks" {
     need_nccl_gpu
     assert_stops_by_note "$P" 2 $SMALL12
     assert_stops_by_note "$P" 4 $SMALL12
 }
 
-# bats test_tags=ranks,gpu,timed,claim:12-timeout
+# bats test_tags=ranks,gpu,timed,deadline,claim:12-timeout
 @test "12 a rank that hangs: every rank gives up by itself after --timeout-s, and says so" {
     need_nccl_gpu
     assert_stops_by_timeout "$P" 2 $SMALL12

@@ -832,7 +832,7 @@ EOF
     assert_same_bits a c
 }
 
-# bats test_tags=ranks,gpu,timed,ex:14-ring
+# bats test_tags=ranks,gpu,timed,deadline,ex:14-ring
 @test "14 buckets in another order, or one all-reduce skipped, on one rank: the run stops, flight-report names the call" {
     need_nccl_gpu
     for fault in order skip; do
@@ -849,7 +849,7 @@ EOF
     done
 }
 
-# bats test_tags=ranks,gpu,timed,ex:14-ring,ex:14-events,claim:14-stop-hook
+# bats test_tags=ranks,gpu,timed,deadline,ex:14-ring,ex:14-events,claim:14-stop-hook
 @test "14 a rank killed inside an all-reduce: the other stops, and flight-report names the rank and the call it waits in" {
     need_nccl_gpu
     SECONDS=0
@@ -863,7 +863,7 @@ EOF
     assert_equal "$output" "rank 1 left no ring (killed, or stopped before it could write one); rank 0 waits in all-reduce #15 (batch 5, bucket 0, 265.0 KiB), never completed"
 }
 
-# bats test_tags=ranks,gpu,timed,claim:14-fp-next
+# bats test_tags=ranks,gpu,timed,deadline,claim:14-fp-next
 @test "14 the fingerprint check stops a skipped all-reduce before anything hangs, naming it, well under the time limit" {
     need_nccl_gpu
     SECONDS=0
@@ -882,7 +882,7 @@ EOF
 
 # One bucket: the rank that skips its all-reduce is about to make no call where the other makes
 # one. Counted before, the checks agreed and rank 0's all-reduce paired with rank 1's next all-gather.
-# bats test_tags=ranks,gpu,timed,claim:14-fp-next
+# bats test_tags=ranks,gpu,timed,deadline,claim:14-fp-next
 @test "14 the fingerprint check stops a rank about to skip the one all-reduce of a one-bucket plan: one call against none" {
     need_nccl_gpu
     SECONDS=0
@@ -900,7 +900,7 @@ EOF
 # Four buckets of one size (--in 256 --hidden 256 --out 256: 65792 weights a layer): issued in
 # another order they sum the wrong buffers and nothing hangs. Between two checks (every 2 batches,
 # the fault at batch 5) only the hash of the calls made, bucket by bucket, sees it.
-# bats test_tags=ranks,gpu,timed,claim:14-fp-hash,claim:14-report-part
+# bats test_tags=ranks,gpu,timed,deadline,claim:14-fp-hash,claim:14-report-part
 @test "14 buckets of one size swapped between two fingerprint checks: the next check stops the run; flight-report names the swap" {
     need_nccl_gpu
     SECONDS=0

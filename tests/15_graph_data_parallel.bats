@@ -285,7 +285,7 @@ ratio() {
     done
 }
 
-# bats test_tags=ranks,gpu,timed,claim:15-timeout
+# bats test_tags=ranks,gpu,timed,deadline,claim:15-timeout
 @test "15 --break-rule one-rank: rank 0's graph waits for ranks that never captured its all-reduce, until --timeout-s stops every rank" {
     need_nccl_gpu
     SECONDS=0
@@ -303,7 +303,7 @@ ratio() {
     [[ "$stderr" != *"launch:"* ]] || fail "the launcher had to stop a rank: $stderr"
 }
 
-# bats test_tags=ranks,gpu,timed,claim:15-note-names,claim:15-timeout
+# bats test_tags=ranks,gpu,timed,deadline,claim:15-note-names,claim:15-timeout
 @test "15 a rank that fails stops every rank, graphs in flight included: by its note, then by --timeout-s when it hangs" {
     need_nccl_gpu
     assert_stops_by_note "$P" 2 $SMALL15

@@ -173,7 +173,7 @@ from_tap() {
     [ ! -e "$BATS_TEST_TMPDIR/grade/stage/tests/07_event_sync.bats" ] || ! grep -q "always passes" "$BATS_TEST_TMPDIR/grade/stage/tests/07_event_sync.bats"
 }
 
-# bats test_tags=timed
+# bats test_tags=timed,deadline
 @test "grading: a student's hang ends with its check, and nothing of theirs is left running" {
     "$ROOT/tools/make-class-fixture" "$BATS_TEST_TMPDIR/class" >/dev/null
     out=$BATS_TEST_TMPDIR/grade
@@ -236,7 +236,7 @@ from_tap() {
     fi
 }
 
-# bats test_tags=timed
+# bats test_tags=timed,deadline
 @test "grading: grade-class stops a student at the time limit, ends what they started, and says so" {
     "$ROOT/tools/make-class-fixture" "$BATS_TEST_TMPDIR/all" >/dev/null
     mkdir "$BATS_TEST_TMPDIR/class"

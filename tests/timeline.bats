@@ -96,6 +96,33 @@ format_problems() {
     assert_output "run@0 A@0 cudaGraphLaunch@60 B@100"
 }
 
+@test "timeline: a kernel wholly inside the one before it on its stream becomes a point at its end, beside the next starting there" {
+    # as a graph's kernels on an H100 (2026-11-27): B (50-60 us) inside A (0-100), C (90-120) from 90:
+    # written, B is the point 100-100 and C runs 100-120; in start order, C (the longer) first
+    e() { printf '{"name":"%s","cat":"kernel","ph":"X","ts":%s.000,"dur":%s.000,"pid":1,"tid":2,"args":{"batch":-1,"bytes":0,"pageable":0}}' "$@"; }
+    {
+        echo '{"traceEvents":['
+        echo '{"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"one rank"}},'
+        echo '{"name":"thread_name","ph":"M","pid":1,"tid":2,"args":{"name":"compute","kind":"stream"}},'
+        printf '%s,\n' "$(e A 0 100)" "$(e B 50 10)"
+        e C 90 30
+        echo
+        echo '],"displayTimeUnit":"ms","otherData":{"program":"one rank","dropped":0,"base_ns":1000000000000}}'
+    } >"$BATS_TEST_TMPDIR/p.json"
+    "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/p.json" --rewrite "$BATS_TEST_TMPDIR/again.json"
+    run jq -r '[.traceEvents[] | select(.ph == "X") | "\(.name)@\(.ts)+\(.dur)"] | join(" ")' "$BATS_TEST_TMPDIR/again.json"
+    assert_output "A@0+100 C@100+20 B@100+0"
+    run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/again.json" --check
+    assert_success
+    # a point may stand inside a kernel; a kernel of any length may not
+    sed 's/"name":"B","cat":"kernel","ph":"X","ts":100.000,"dur":0.000/"name":"B","cat":"kernel","ph":"X","ts":100.000,"dur":1.000/' \
+        "$BATS_TEST_TMPDIR/again.json" >"$BATS_TEST_TMPDIR/long.json"
+    ! cmp -s "$BATS_TEST_TMPDIR/again.json" "$BATS_TEST_TMPDIR/long.json" || fail "the rewritten trace no longer has B as a point"
+    run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/long.json" --check
+    assert_failure
+    assert_output --partial "overlap without nesting"
+}
+
 @test "timeline: --fold-streams puts the streams the program did not name on as few lanes as their overlap needs" {
     # a graph's own streams: 1 (0-10 us), 2 (5-15 us, beside 1), 3 (12-20 us, after 1): two lanes
     e() { printf '{"name":"%s","cat":"kernel","ph":"X","ts":%s.000,"dur":%s.000,"pid":1,"tid":%s,"args":{"batch":-1,"bytes":0,"pageable":0,"graph":7}}' "$@"; }

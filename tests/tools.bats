@@ -613,6 +613,30 @@ assert_ended_soon() {
     assert_equal "$(cat "$PIDS.timeout")" "[]"
 }
 
+@test "tools: bats-pool runs the deadline checks side by side after the others, then the other timed ones alone, in turn" {
+    # each check notes when it starts and ends (date +%s.%N): the order is what is checked, never a time
+    {
+        echo 'note() { echo "$1 $(date +%s.%N)" >>"$LOG"; }'
+        for n in a b; do
+            printf '# bats test_tags=timed,deadline\n@test "deadline %s" { note start-%s; sleep 2; note end-%s; }\n' "$n" "$n" "$n"
+        done
+        printf '# bats test_tags=timed\n@test "timed c" { note start-c; sleep 1; note end-c; }\n'
+        printf '@test "untimed d" { note start-d; sleep 1; note end-d; }\n'
+    } >"$BATS_TEST_TMPDIR/order.bats"
+    export LOG=$BATS_TEST_TMPDIR/log
+    run --separate-stderr env -u BATS_TEST_NAME timeout 60 "$ROOT/tools/bats-pool" --out "$BATS_TEST_TMPDIR/pool" \
+        "$BATS_TEST_TMPDIR/order.bats"
+    assert_success
+    at() { awk -v k="$1" '$1 == k { print $2 }' "$LOG"; }
+    # the two deadline checks overlap; both start after the untimed one ended; the timed one after both
+    assert_num "$(at start-b)" "<" "$(at end-a)" "deadline b started before deadline a ended"
+    assert_num "$(at start-a)" "<" "$(at end-b)" "deadline a started before deadline b ended"
+    assert_num "$(at start-a)" ">=" "$(at end-d)" "deadline a started after the untimed check"
+    assert_num "$(at start-c)" ">=" "$(at end-a)" "the timed check started after deadline a"
+    assert_num "$(at start-c)" ">=" "$(at end-b)" "the timed check started after deadline b"
+    assert_equal "$(grep -c '^ok ' "$BATS_TEST_TMPDIR/pool/order.tap")" 4
+}
+
 # fake_build DIR GPUS: a build folder whose gpu-probe counts GPUS (and has nothing else)
 fake_build() {
     mkdir -p "$1/tools"
