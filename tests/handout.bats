@@ -25,12 +25,16 @@ a_user_make() {
         GPU_WHY= make "$@"
 }
 
-@test "handout: no answer of its lessons in a handout of any range of lessons (sources: every range, side by side)" {
+# Which ranges: a handout of a range holds a subset of the files of one of a longer range (its notes
+# aside, whose links to lessons not handed out become text) and a subset of its answers, so what a
+# range hides the ranges holding it hide too: every lesson alone (its own answers, which its own
+# files must not hold) and every range from 05 up (the course as handed out so far, 05-15 the whole),
+# each made from sources, side by side.
+@test "handout: no answer of its lessons in a handout of every lesson alone and every range from 05 (sources)" {
     mapfile -t all < <(cd "$ROOT/solutions" && ls -d [0-9][0-9]_* | cut -c1-2)
     ranges=()
-    for ((a = 0; a < ${#all[@]}; a++)); do
-        for ((b = a; b < ${#all[@]}; b++)); do ranges+=("${all[a]}-${all[b]}"); done
-    done
+    for n in "${all[@]}"; do ranges+=("$n-$n"); done
+    for n in "${all[@]:1}"; do ranges+=("${all[0]}-$n"); done
     out=$BATS_TEST_TMPDIR/h
     mkdir -p "$out"
     printf '%s\n' "${ranges[@]}" | xargs -P "$(nproc)" -I{} sh -c \
@@ -246,7 +250,7 @@ seed_build() {
     [ -d "$from/common" ] || from=$1  # the course's build folder itself
     mkdir -p "$2/build"
     (cd "$from" && cp -a common libcourse.a libcourse-host.a tools "$2/build/")
-    [ "${3:-}" != all ] || cp -a "$1/build/lessons" "$2/build/"
+    [ "${3:-}" != all ] || cp -a "$from/lessons" "$2/build/"
 }
 
 @test "handout: copies of 05-15, 05-08, 05-12 and 14 alone hold what a student needs, no answer, build and test without a GPU" {
@@ -258,8 +262,15 @@ seed_build() {
     for t in launch.c tracestat.c checkpoint-report.c flight-report.c; do
         [ -e "$full/tools/${t%.c}" ] || [ -e "$full/tools/$t" ] || fail "no tools/$t in 05-15"
     done
-    seed_build "$BUILT" "$full"  # common/ and the tools as the course built them: its lessons compiled here
+    # common/, the tools and the lessons as the course built them (the same files, their times kept),
+    # but one lesson of each kind compiled here against what the handout carries: 09 on 08's prebuilt
+    # library, 13 on NCCL and none (14 alone, below: on 12's and 08's)
+    seed_build "$BUILT" "$full" all
+    touch "$full"/lessons/09_*/*.cu "$full"/lessons/13_*/*.cu
     assert_student_run "$full" 13
+    for l in 09_four_stream_pipeline 13_pipeline_parallel; do
+        [ "$full/build/lessons/$l" -nt "$BUILT/lessons/$l" ] || fail "$l was not compiled in the handout"
+    done
     # the smaller ranges, each built over the first's objects (the same files): what differs is built;
     # their checks are the same files as 05-15's, run there against the same reference: one lesson's
     # here, to see the checks run in that tree
