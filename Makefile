@@ -110,9 +110,9 @@ LIBRARIES := $(sort $(foreach l,$(LESSON_DIRS),$(STANDS_ON.$(l))))
 LESSON_INC := -I$(LIB_HOME)
 
 # The bootstrap of several ranks needs NCCL: built below
-DIST_C := $(wildcard common/dist_*.c)
-COMMON_C := $(filter-out $(DIST_C),$(wildcard common/*.c))
-COMMON_CU := $(wildcard common/*.cu)
+DIST_C := $(wildcard common/dist/dist_*.c)
+COMMON_C := $(filter-out $(DIST_C),$(wildcard common/*/*.c))
+COMMON_CU := $(wildcard common/*/*.cu)
 HOST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(COMMON_C))
 COMMON_OBJ := $(HOST_OBJ) $(patsubst common/%.cu,$(BUILD)/common/%.cu.o,$(COMMON_CU))
 COMMON_LIB := $(BUILD)/libcourse.a
@@ -128,8 +128,8 @@ NCCL_TOOLS := $(patsubst tools/%.cu,$(BUILD)/tools/%,$(wildcard tools/*.cu))
 # packages). Where it is missing those lessons are not built, `make` says so on its
 # first line, and their tests skip with the reason `make -s nccl-status` prints.
 # A lesson needs NCCL when its code, or the library of a lesson it stands on, includes the
-# bootstrap of several ranks (common/dist.h) or nccl.h.
-NCCL_LESSONS := $(foreach l,$(LESSON_DIRS),$(if $(shell grep -lsE '"common/dist\.h"|<nccl\.h>' \
+# bootstrap of several ranks (common/dist/dist.h) or nccl.h.
+NCCL_LESSONS := $(foreach l,$(LESSON_DIRS),$(if $(shell grep -lsE '"common/dist/dist\.h"|<nccl\.h>' \
                   $(if $(HANDOUT_TREE),lessons,solutions)/$(l)/* $(foreach e,$(STANDS_ON.$(l)),$(LIB_HOME)/$(e)/*.h)),$(l)))
 NCCL_INC_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/include,$(CUDA_HOME)/include /usr/include)
 NCCL_LIB_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/lib $(NCCL_HOME)/lib64,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib \
@@ -194,11 +194,11 @@ nccl-status:
 lesson-info:
 	@$(foreach l,$(LESSON_DIRS),echo "$(l) nccl=$(if $(filter $(l),$(NCCL_LESSONS)),1,0) stands_on=$(subst $(space),$(comma),$(strip $(STANDS_ON.$(l))))";)
 
-$(BUILD)/common/%.o: common/%.c common/*.h
+$(BUILD)/common/%.o: common/%.c common/*/*.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
-$(BUILD)/common/%.cu.o: common/%.cu common/*.h
+$(BUILD)/common/%.cu.o: common/%.cu common/*/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) -c $< -o $@
 
@@ -219,7 +219,7 @@ SOLUTION_FLAGS := -DCOURSE_NO_CALL_TEXT
 # libraries of the lessons it stands on.
 .SECONDEXPANSION:
 $(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) $$(call lib_archives,$$*) $(COMMON_LIB) \
-        common/*.h
+        common/*/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(SOLUTION_FLAGS) $(LESSON_INC) $(filter %.cu,$^) $(call lib_archives,$*) $(COMMON_LIB) \
 	    $(LDLIBS) -o $@
@@ -228,7 +228,7 @@ $(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) $$(call 
 LESSON_FLAGS := -diag-suppress 177,550 -Xcompiler -Wno-unused-variable,-Wno-unused-but-set-variable
 # (its old binary removed first: no binary of an earlier good build may pass for a lesson that
 # no longer compiles)
-$(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $$(call lib_archives,$$*) $(COMMON_LIB) common/*.h
+$(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) $$(call lib_archives,$$*) $(COMMON_LIB) common/*/*.h
 	@mkdir -p $(@D) && rm -f $@
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(LESSON_INC) $(filter %.cu,$^) $(call lib_archives,$*) $(COMMON_LIB) \
 	    $(LDLIBS) -o $@
@@ -240,31 +240,31 @@ $(BUILD)/lib/%.a: $$(call lib_objects,$$*)
 	@rm -f $@
 	ar rcs $@ $^
 $(BUILD)/lib/%.o: solutions/%.cu $$(wildcard solutions/$$(*D)/*.h $$(addprefix solutions/,$$(addsuffix /*.h,$$(STANDS_ON.$$(*D))))) \
-        common/*.h
+        common/*/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(SOLUTION_FLAGS) $(LESSON_INC) $(NCCL_CFLAGS) -c $< -o $@
 endif
 
-# The NCCL lessons also link common/dist_*.c (the bootstrap: ranks, rendezvous, communicator) and
+# The NCCL lessons also link common/dist/dist_*.c (the bootstrap: ranks, rendezvous, communicator) and
 # NCCL.
 ifeq ($(NCCL_MISSING),)
-$(DIST_OBJ): $(BUILD)/common/%.o: common/%.c common/*.h
+$(DIST_OBJ): $(BUILD)/common/%.o: common/%.c common/*/*.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(NCCL_CFLAGS) -c $< -o $@
 
 $(addprefix $(BUILD)/solutions/,$(NCCL_LESSONS)): $(BUILD)/solutions/%: $$(wildcard solutions/$$*/*.cu solutions/$$*/*.h) \
-        $$(call lib_archives,$$*) $(DIST_OBJ) $(COMMON_LIB) common/*.h
+        $$(call lib_archives,$$*) $(DIST_OBJ) $(COMMON_LIB) common/*/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(SOLUTION_FLAGS) $(LESSON_INC) $(NCCL_CFLAGS) $(filter %.cu,$^) $(call lib_archives,$*) \
 	    $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS) -o $@
 
 $(addprefix $(BUILD)/lessons/,$(NCCL_LESSONS)): $(BUILD)/lessons/%: $$(wildcard lessons/$$*/*.cu lessons/$$*/*.h) \
-        $$(call lib_archives,$$*) $(DIST_OBJ) $(COMMON_LIB) common/*.h
+        $$(call lib_archives,$$*) $(DIST_OBJ) $(COMMON_LIB) common/*/*.h
 	@mkdir -p $(@D) && rm -f $@
 	$(NVCC) $(NVCCFLAGS) $(LESSON_FLAGS) $(LESSON_INC) $(NCCL_CFLAGS) $(filter %.cu,$^) $(call lib_archives,$*) \
 	    $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS) -o $@
 # The tools that run ranks of their own (tools/*.cu: sm-share) build like the NCCL lessons.
-$(BUILD)/tools/%: tools/%.cu $(DIST_OBJ) $(COMMON_LIB) common/*.h
+$(BUILD)/tools/%: tools/%.cu $(DIST_OBJ) $(COMMON_LIB) common/*/*.h
 	@mkdir -p $(@D)
 	$(NVCC) $(NVCCFLAGS) $(NCCL_CFLAGS) $< $(DIST_OBJ) $(COMMON_LIB) $(LDLIBS) $(NCCL_LDLIBS) -o $@
 else
@@ -273,7 +273,7 @@ $(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)) $(addprefix $(BUILD)/lessons/,$
 endif
 
 # Host-only tools (trace analysis, JSON check, grading): plain C11, no GPU needed.
-$(BUILD)/tools/%: tools/%.c $(HOST_LIB) common/*.h
+$(BUILD)/tools/%: tools/%.c $(HOST_LIB) common/*/*.h
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $< $(HOST_LIB) $(TOOL_LIBS) -lm $(SAN_FLAGS) -o $@
 
@@ -369,7 +369,7 @@ grade:
 # The C style (.clang-format, written for clang-format 14): fails, naming each line, where
 # clang-format would change a file of common/, solutions/ or tools/; rewrites nothing.
 CLANG_FORMAT ?= clang-format
-FORMAT_FILES := $(wildcard common/*.c common/*.h common/*.cu solutions/*/*.cu solutions/*/*.h tools/*.c tools/*.cu)
+FORMAT_FILES := $(wildcard common/*/*.c common/*/*.h common/*/*.cu solutions/*/*.cu solutions/*/*.h tools/*.c tools/*.cu)
 format-check:
 	@if command -v $(CLANG_FORMAT) >/dev/null 2>&1; then \
 	    $(CLANG_FORMAT) --style=file --dry-run -Werror $(FORMAT_FILES); \

@@ -134,7 +134,7 @@ stale_defines() {
         grep -qx -- "$name" "$c" || echo "${file#"$dir"/}: $header declares no $name"
         grep -qx -- "$name" <<<"$used" || echo "${file#"$dir"/}: $name is listed for $header, never used"
     done <<<"$listed"
-    api=$(functions_defined "$dir"/common/*.h | sort -u)
+    api=$(functions_defined "$dir"/common/*/*.h | sort -u)
     own=$(functions_defined "$@" | sort -u)  # a lesson's own function of the same name (05's test_delay)
     comm -12 <(echo "$used") <(echo "$api") | comm -23 - <(echo "$own") |
         comm -23 - <(awk '{ print $3 }' <<<"$listed" | sort -u) | sed "s|^|$label: uses common's |; s|$|, named by no defines: list|"
@@ -243,7 +243,7 @@ file_cycles() {
 
 @test "course: no line of any lesson (the student's version and the solution) or of common/ is longer than 120 columns" {
     run awk 'length($0) > 120 { print FILENAME ":" FNR ": " length($0) " columns" }' \
-        "$ROOT"/lessons/[0-9][0-9]_*/* "$ROOT"/solutions/[0-9][0-9]_*/* "$ROOT"/common/*
+        "$ROOT"/lessons/[0-9][0-9]_*/* "$ROOT"/solutions/[0-9][0-9]_*/* "$ROOT"/common/*/*
     assert_success
     assert_output ""
 }
@@ -329,7 +329,7 @@ EXERCISE_KEY_CALLS='
     [ -z "$found" ] || fail "common/ files that hold an exercise: $found"
     while read -r id call; do
         [ -n "$id" ] || continue
-        found=$(c_code "$ROOT"/common/* | grep -E "$call" | sed "s|^$ROOT/||") || true
+        found=$(c_code "$ROOT"/common/*/* | grep -E "$call" | sed "s|^$ROOT/||") || true
         [ -z "$found" ] || fail "$id's key call is in common/: $found"
     done <<<"$EXERCISE_KEY_CALLS"
 }
@@ -345,19 +345,19 @@ long_functions() {
 }
 
 @test "course: the defines: scan finds a name its header lacks, one never used and one used but not listed" {
-    mkdir -p "$BATS_TEST_TMPDIR/c/common" "$BATS_TEST_TMPDIR/c/solutions/99_x"
-    printf '#include "inner.h"\nint alpha(int x);\nint delta(void);\n#define BETA 1\n' >"$BATS_TEST_TMPDIR/c/common/a.h"
-    printf 'int gamma_of(int x);\n' >"$BATS_TEST_TMPDIR/c/common/inner.h"
+    mkdir -p "$BATS_TEST_TMPDIR/c/common/x" "$BATS_TEST_TMPDIR/c/solutions/99_x"
+    printf '#include "inner.h"\nint alpha(int x);\nint delta(void);\n#define BETA 1\n' >"$BATS_TEST_TMPDIR/c/common/x/a.h"
+    printf 'int gamma_of(int x);\n' >"$BATS_TEST_TMPDIR/c/common/x/inner.h"
     cat >"$BATS_TEST_TMPDIR/c/solutions/99_x/m.cu" <<'EOF2'
-#include "common/a.h"  // defines: alpha, gamma_of,
-                       //          delta, epsilon
+#include "common/x/a.h"  // defines: alpha, gamma_of,
+                         //          delta, epsilon
 static int own(void) { return alpha(BETA) + gamma_of(2); }
 EOF2
     run stale_defines "$BATS_TEST_TMPDIR/c" 99_x "$BATS_TEST_TMPDIR/c/solutions/99_x/m.cu"
     assert_success
-    assert_equal "$output" "solutions/99_x/m.cu: delta is listed for common/a.h, never used
-solutions/99_x/m.cu: common/a.h declares no epsilon
-solutions/99_x/m.cu: epsilon is listed for common/a.h, never used
+    assert_equal "$output" "solutions/99_x/m.cu: delta is listed for common/x/a.h, never used
+solutions/99_x/m.cu: common/x/a.h declares no epsilon
+solutions/99_x/m.cu: epsilon is listed for common/x/a.h, never used
 99_x: uses common's BETA, named by no defines: list"
 }
 
@@ -384,28 +384,68 @@ solutions/99_x/m.cu: epsilon is listed for common/a.h, never used
     assert_output ""
 }
 
-@test "course: common/ in layers: no cycle among its files, and nothing of dist_* reaches up to the trainer or the harness" {
+# The layers of common/: each folder, and the folders its files may include (its own, and those
+# below it). Anything else is an include running up, or sideways between two that stand apart.
+COMMON_LAYERS='
+base     base
+gpu      base gpu
+model    base gpu model
+trace    base trace
+recovery base recovery
+dist     base gpu dist
+train    base gpu model trace train
+'
+
+# layer_problems DIR: "FILE: what is wrong" for every file of DIR/common that is in no folder of
+# COMMON_LAYERS, every folder that is in none of its rows, and every include of DIR/common/F/...
+# that its folder's row does not allow
+layer_problems() {
+    local dir=$1 f folder inc target
+    for f in "$dir"/common/*; do
+        [ -d "$f" ] || { echo "${f#"$dir"/}: a file of common/ in no folder of a layer"; continue; }
+        awk -v d="$(basename "$f")" '$1 == d { found = 1 } END { exit !found }' <<<"$COMMON_LAYERS" ||
+            echo "${f#"$dir"/}: a folder that COMMON_LAYERS does not name"
+    done
+    for f in "$dir"/common/*/*; do
+        folder=$(basename "$(dirname "$f")")
+        while IFS= read -r inc; do
+            target=${inc#common/}
+            target=${target%%/*}
+            awk -v d="$folder" -v t="$target" '$1 == d { for (i = 2; i <= NF; i++) if ($i == t) ok = 1 } END { exit !ok }' \
+                <<<"$COMMON_LAYERS" || echo "${f#"$dir"/}: includes $inc ($folder may include $(awk -v d="$folder" \
+                '$1 == d { $1 = ""; print substr($0, 2) }' <<<"$COMMON_LAYERS"))"
+        done < <(sed -n 's/^[ \t]*#[ \t]*include[ \t]*"\(common\/[^"]*\)".*/\1/p' "$f")
+    done
+}
+
+@test "course: the layer scan finds an include running up, a folder of no layer, a file outside the folders" {
+    c=$BATS_TEST_TMPDIR/c
+    mkdir -p "$c/common/base" "$c/common/gpu" "$c/common/extra"
+    printf '#include "common/base/a.h"\n' >"$c/common/gpu/m.c"       # down: allowed
+    printf '#include "common/gpu/m.h"\n' >"$c/common/base/t.c"       # up: not
+    touch "$c/common/loose.c" "$c/common/extra/x.c"
+    run layer_problems "$c"
+    assert_equal "$output" "common/extra: a folder that COMMON_LAYERS does not name
+common/loose.c: a file of common/ in no folder of a layer
+common/base/t.c: includes common/gpu/m.h (base may include base)"
+}
+
+@test "course: common/ in layers: its folders include only the layers below them (COMMON_LAYERS), no cycle among its files" {
+    run layer_problems "$ROOT"
+    assert_success
+    [ -z "$output" ] || fail "common/ out of its layers: $output"
+    # and through the objects (what calls what): no two files stand on each other, round a cycle
     objects=()  # the objects of common's present sources (an old build may hold others)
-    for src in "$ROOT"/common/*.c "$ROOT"/common/*.cu; do
-        name=$(basename "$src")
-        o=$BUILT/common/${name%.c}.o
-        [[ "$name" == *.cu ]] && o=$BUILT/common/$name.o
+    for src in "$ROOT"/common/*/*.c "$ROOT"/common/*/*.cu; do
+        rel=${src#"$ROOT"/common/}
+        o=$BUILT/common/${rel%.c}.o
+        [[ "$rel" == *.cu ]] && o=$BUILT/common/$rel.o
         [ -e "$o" ] && objects+=("$o")
     done
     [ "${#objects[@]}" -gt 10 ] || fail "too few objects in $BUILT/common: run make"
     run file_cycles "${objects[@]}"
     assert_success
     [ -z "$output" ] || fail "files of common/ that use each other around a cycle: $(tr '\n' ' ' <<<"$output")"
-    # the bootstrap of several ranks stands below the trainer and the harness: no include, even
-    # through a header, and no call
-    for src in "$ROOT"/common/dist_*.c; do
-        deps=$(gcc -std=c11 -MM -MG -I"$ROOT" -I"${CUDA_HOME:-/usr/local/cuda}/include" "$src") || fail "$src: gcc -MM failed"
-        if grep -qE '(trainer|harness[a-z_]*)\.h' <<<"$deps"; then
-            fail "$src includes the trainer or the harness: $(tr ' \\' '\n\n' <<<"$deps" | grep -E 'trainer|harness')"
-        fi
-    done
-    up=$(file_uses "${objects[@]}" | awk '$1 ~ /^dist_/ && $2 ~ /^(trainer|harness)/')
-    [ -z "$up" ] || fail "dist_* objects that use the trainer or the harness: $up"
 }
 
 @test "course: the function-length scan finds a long function and passes a short one" {
@@ -418,9 +458,9 @@ solutions/99_x/m.cu: epsilon is listed for common/a.h, never used
 
 @test "course: one idea per file: no file of common/ or solutions/ over 350 lines, no function over 80 (tools' too)" {
     run awk 'FNR == 1 && NR > 1 && n > 350 { print prev ": " n " lines" } FNR == 1 { n = 0 } { n++; prev = FILENAME }
-             END { if (n > 350) print prev ": " n " lines" }' "$ROOT"/common/* "$ROOT"/solutions/*/*
+             END { if (n > 350) print prev ": " n " lines" }' "$ROOT"/common/*/* "$ROOT"/solutions/*/*
     assert_output ""
-    run long_functions 80 "$ROOT"/common/*.c "$ROOT"/common/*.cu "$ROOT"/common/*.h "$ROOT"/solutions/*/*.cu \
+    run long_functions 80 "$ROOT"/common/*/*.c "$ROOT"/common/*/*.cu "$ROOT"/common/*/*.h "$ROOT"/solutions/*/*.cu \
         "$ROOT"/solutions/*/*.h "$ROOT"/tools/*.c
     assert_output ""
 }
@@ -455,6 +495,12 @@ solutions/99_x/m.cu: epsilon is listed for common/a.h, never used
     assert_output --partial "no exercise region 99-c"
 }
 
+@test "course: every check's name states its claim within 120 characters" {
+    run awk 'FNR == 1 { f = FILENAME } /^@test "/ { n = $0; sub(/^@test "/, "", n); sub(/" \{$/, "", n)
+        if (length(n) > 120) print f ": " length(n) ": " n }' "$ROOT"/tests/*.bats
+    assert_output ""
+}
+
 @test "course: every lesson has its note in notes/" {
     for dir in "$ROOT"/solutions/[0-9][0-9]_*; do
         name=$(basename "$dir")
@@ -463,7 +509,7 @@ solutions/99_x/m.cu: epsilon is listed for common/a.h, never used
 }
 
 @test "course: the host-only helpers build as C11 with gcc, warnings as errors" {
-    for src in "$ROOT"/common/*.c; do
+    for src in "$ROOT"/common/*/*.c; do
         gcc -std=c11 -Wall -Wextra -Werror -I"$ROOT" -I"${CUDA_HOME:-/usr/local/cuda}/include" \
             -c "$src" -o "$BATS_TEST_TMPDIR/x.o" || fail "$src does not build with gcc -std=c11"
     done
@@ -480,14 +526,14 @@ solutions/99_x/m.cu: epsilon is listed for common/a.h, never used
 }
 
 @test "course: the C files are C style: no classes, templates, namespaces, lambdas, auto, new, casts or std::" {
-    run c_code "$ROOT"/common/*.c "$ROOT"/common/*.cu "$ROOT"/common/*.h "$ROOT"/solutions/*/*.cu "$ROOT"/solutions/*/*.h
+    run c_code "$ROOT"/common/*/*.c "$ROOT"/common/*/*.cu "$ROOT"/common/*/*.h "$ROOT"/solutions/*/*.cu "$ROOT"/solutions/*/*.h
     assert_success
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/code.txt"
     run grep -nE ":[^:]*(^|[^A-Za-z0-9_])(class|template|namespace|typename|nullptr|operator|delete|auto)([^A-Za-z0-9_]|$)|std::|(static|reinterpret|const|dynamic)_cast|[^A-Za-z0-9_]new [A-Za-z_]|\[\]\s*\(|\[&\]|\[=\]" \
         "$BATS_TEST_TMPDIR/code.txt"
     assert_failure
     # and no C++ header (C's headers end in .h)
-    run grep -nE '^\s*#\s*include\s*<[a-z_]+>' "$ROOT"/common/* "$ROOT"/solutions/*/*
+    run grep -nE '^\s*#\s*include\s*<[a-z_]+>' "$ROOT"/common/*/* "$ROOT"/solutions/*/*
     assert_failure
 }
 
@@ -549,9 +595,9 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
 }
 
 @test "course: the path check finds a path that names no file, by its source for a built program" {
-    mkdir -p "$BATS_TEST_TMPDIR/c/common" "$BATS_TEST_TMPDIR/c/tools"
-    touch "$BATS_TEST_TMPDIR/c/common/dist_env.c" "$BATS_TEST_TMPDIR/c/tools/flight-report.c"
-    printf '%s\n' 'See `common/dist_env.c` and `common/dist.c`, run `build/tools/flight-report DIR`,' \
+    mkdir -p "$BATS_TEST_TMPDIR/c/common/dist" "$BATS_TEST_TMPDIR/c/tools"
+    touch "$BATS_TEST_TMPDIR/c/common/dist/dist_env.c" "$BATS_TEST_TMPDIR/c/tools/flight-report.c"
+    printf '%s\n' 'See `common/dist/dist_env.c` and `common/dist.c`, run `build/tools/flight-report DIR`,' \
         'not `tools/flight-report` or `build/tools/nothing`; `lessons/NN_topic/` is a pattern.' >"$BATS_TEST_TMPDIR/c/a.md"
     run cited_paths "$BATS_TEST_TMPDIR/c" "$BATS_TEST_TMPDIR/c/a.md"
     assert_equal "$(cut -d' ' -f2 <<<"$output" | tr '\n' ' ')" "build/tools/nothing common/dist.c tools/flight-report "

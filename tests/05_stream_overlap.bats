@@ -163,7 +163,7 @@ assert_bound_holds() {
 }
 
 # bats test_tags=gpu,timed
-@test "05 the bound is a true lower bound: the course's part 3 orders and part 5 pipeline never beat it (fastest repetitions, 2% noise)" {
+@test "05 the bound is a true lower bound: part 3's orders and part 5's pipeline never beat it (fastest runs, 2% noise)" {
     need_overlap
     run --separate-stderr ref "$P" "${PART3[@]}" --reps 5 --json
     assert_success

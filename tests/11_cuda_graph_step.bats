@@ -68,7 +68,7 @@ half() {
 }
 
 # bats test_tags=gpu
-@test "11 the course's harness runs both variants round-robin and checks every run, and --eager captures no graph (the course's program)" {
+@test "11 the course's harness runs both variants round-robin, checks every run; --eager captures no graph" {
     need_gpu
     run --separate-stderr ref "$P" $SMALL --json
     assert_success
@@ -100,7 +100,7 @@ half() {
 }
 
 # bats test_tags=gpu,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch,ex:11-backward-wait
-@test "11 launches one graph per batch, the graph holds every kernel of the eager step, and nothing syncs or runs inside the capture" {
+@test "11 one graph launch per batch holding every kernel of the eager step; nothing syncs or runs inside the capture" {
     need_gpu
     assert_verified_under_delays "$P" $SMALL
     run --separate-stderr prog "$P" $SMALL --trace "$BATS_TEST_TMPDIR/t.json" --json
@@ -141,7 +141,7 @@ half() {
 }
 
 # bats test_tags=gpu,timed,ex:11-external,ex:11-fork,ex:11-join,ex:11-ring,ex:11-capture,ex:11-launch,ex:11-backward-wait
-@test "11 on a small model the graph issues a step in under half the eager host time and steps faster; at the default it is no slower" {
+@test "11 on a small model the graph issues a step in half the eager host time and steps faster; no slower at the default" {
     need_overlap
     assert_verified_under_test_delays "$P" $SMALL
     run_json l "$P" $LAUNCH_BOUND

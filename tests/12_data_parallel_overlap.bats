@@ -158,7 +158,7 @@ course_ranks() {
     fi
 }
 
-@test "12 tools/launch: the environment of every rank, simulated nodes, a fresh folder and run id, exit codes, and ranks outliving a failed one stopped" {
+@test "12 tools/launch: each rank's environment, simulated nodes, a fresh folder and run id, exit codes, the others stopped" {
     first_run="" hosts=""
     cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
 #!/usr/bin/env bash
@@ -469,7 +469,7 @@ first_bucket_early() {
 }
 
 # bats test_tags=ranks,gpu
-@test "12 two ranks, trace: a bucket's all-reduce starts under its lowest layer's error product (--ready-after weights), not after it (layer)" {
+@test "12 two ranks, trace: a bucket's all-reduce starts under its lowest layer's error product (weights), not after (layer)" {
     need_nccl_gpu
     for mode in weights layer; do
         run_ranks 2 $mode "$P" --batches 6 --reps 1 --warmup 0 --prep-work 0 --ready-after $mode \
@@ -569,7 +569,7 @@ first_bucket_early() {
     assert_success
     want=$(bits_of "$BATS_TEST_TMPDIR/launched.json" weights_checksums)
     # torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and TORCHELASTIC_RUN_ID (the run's id,
-    # common/dist_env.c); the NCCL id goes through the rendezvous folder, as under tools/launch
+    # common/dist/dist_env.c); the NCCL id goes through the rendezvous folder, as under tools/launch
     rv=$BATS_TEST_TMPDIR/rv
     mkdir -m 700 "$rv"
     node=()

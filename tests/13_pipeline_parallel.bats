@@ -120,7 +120,7 @@ schedule_bubble() {
     check_rejects "$P" rendezvous /nonexistent-folder
 }
 
-@test "13 refuses more stages than ranks or layers, micro-batches that do not divide the batch, an impossible fault, with one line" {
+@test "13 refuses more stages than ranks or layers, micro-batches not dividing the batch, an impossible fault: one line" {
     need_nccl
     # each: the environment, the arguments; exit code 2 and one line on stderr
     check() {
@@ -158,7 +158,7 @@ schedule_bubble() {
 }
 
 # bats test_tags=ex:13-one-f-one-b
-@test "13 the schedules on paper: 1F1B is Megatron-LM's (p - s - 1 warm-up forwards), holding p - s micro-batches; GPipe holds M" {
+@test "13 the schedules on paper: 1F1B is Megatron-LM's (p - s - 1 warm-up forwards), holding p - s; GPipe holds M" {
     need_nccl
     run prog "$P" --show-schedule --stages 4 --micro-batches 8
     assert_success
@@ -188,7 +188,7 @@ schedule_bubble() {
     done
 }
 
-@test "13 --p2p-group pairs on paper: on one communicator, every order of 2-4 stages and 1-16 micro-batches ends; 1F1B ungrouped deadlocks" {
+@test "13 --p2p-group pairs on paper: every order of 2-4 stages and 1-16 micro-batches ends; 1F1B ungrouped deadlocks" {
     need_nccl
     for schedule in 1f1b gpipe; do
         for p in 2 3 4; do
@@ -473,7 +473,7 @@ peak_slots() {
 }
 
 # bats test_tags=ranks,gpu,ex:13-one-f-one-b,ex:13-accumulate,ex:13-slot-return
-@test "13 two stages, 8 micro-batches, GPipe first: the one-stage run's bits, every hand-over once, 1F1B's slots 2 and 1, GPipe's 8" {
+@test "13 two stages, 8 micro-batches, GPipe first: one stage's bits, each hand-over once, slots 2 and 1 (1F1B), 8" {
     need_nccl_gpu
     assert_stages_match 2 8 "" --schedule gpipe
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" schedule) $(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "gpipe 1-2|3-4"
@@ -544,7 +544,7 @@ assert_four_stages() {
 }
 
 # bats test_tags=ranks
-@test "13 the bubble the report predicts is the idle share of the schedule it runs, with the stages and micro-batches of the run" {
+@test "13 the bubble the report predicts is the idle share of the schedule it runs, its stages and micro-batches" {
     need_nccl_gpu
     for pm in "2 8" "4 2"; do
         read -r p m <<<"$pm"
@@ -558,7 +558,7 @@ assert_four_stages() {
 }
 
 # bats test_tags=ranks,gpu
-@test "13 two stages, trace: a receive posted late runs only while the compute stream waits for it (--post-recv late), early beside it" {
+@test "13 two stages, trace: a receive posted late runs only while compute waits for it, one posted early beside it" {
     need_nccl_gpu
     for mode in late early; do
         run_ranks 2 $mode "$P" $SMALL13 --reps 1 --warmup 0 --post-recv $mode --trace "$BATS_TEST_TMPDIR/$mode.json"

@@ -52,7 +52,7 @@ assert_same_bits() {
         "$(json_get "$b" weights_checksum) $(json_get "$b" loss_checksum)"
 }
 
-# fnv1a FILE: the course's FNV-1a 64 of FILE (common/ckpt.c's start value), 16 hex digits. Bash's
+# fnv1a FILE: the course's FNV-1a 64 of FILE (common/recovery/ckpt.c's start value), 16 hex digits. Bash's
 # arithmetic is 64-bit and wraps as C's unsigned multiplication does. In a bash of its own: bats'
 # traps would run at every byte.
 fnv1a() {
@@ -71,7 +71,7 @@ flight_race() {
         (cd "$ROOT" && gcc -x c -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=address -fno-omit-frame-pointer \
             $flags -c solutions/$P/recorder.cu -o "$bin.o" &&
             gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=address -fno-omit-frame-pointer $flags \
-                tests/flight-race.c common/flight.c common/own_file.c "$bin.o" -lpthread -o "$bin") ||
+                tests/flight-race.c common/recovery/flight.c common/base/own_file.c "$bin.o" -lpthread -o "$bin") ||
             fail "tests/flight-race.c and the lesson's recorder.cu do not build"
     fi
     echo "$bin"
@@ -163,7 +163,7 @@ make_ckpt() {
 }
 
 # bats test_tags=claim:14-refuse-run,claim:14-refuse-past-end
-@test "14 a checkpoint of another rank count, model shape or seed, or past the run's end: one line, exit code 2, before any GPU work" {
+@test "14 a checkpoint of another rank count, shape or seed, or past the run's end: one line, exit 2, before GPU work" {
     need_nccl
     # the fixture: ranks 2, shape 4,8,2 (--in 4 --hidden 8 --layers 1 --out 2), seed 1
     tiny="--in 4 --hidden 8 --layers 1 --out 2 --batch 64 --batches 40 --checkpoint-dir $CK"
@@ -194,7 +194,7 @@ make_ckpt() {
 }
 
 # bats test_tags=claim:14-refuse-run
-@test "14 a checkpoint of another --batch, --lr, --prep-work or bucket size: one line naming the option, exit code 2, before any GPU work" {
+@test "14 a checkpoint of another --batch, --lr, --prep-work or bucket size: refused naming the option, exit 2, no GPU work" {
     need_nccl
     # the fixture's run, but for the option each line changes
     tiny="--in 4 --hidden 8 --layers 1 --out 2 --batch 64 --batches 40 --seed 1 --checkpoint-dir $CK"
@@ -451,7 +451,7 @@ EOF
 }
 
 # bats test_tags=claim:14-losses-bound
-@test "14 checkpoint-report: a checkpoint of batch 5 holding 100 losses, sizes and checksums right, or a rank's header of another run than its manifest: passed over" {
+@test "14 checkpoint-report passes over a checkpoint holding more losses than batches, or a rank's header of another run" {
     cr=$TOOLS/checkpoint-report
     # the helpers first: the fixture's checksum is fnv1a's, and a checkpoint they make is complete
     head -c 904 "$CK/ckpt-00000019/rank0.bin" >"$BATS_TEST_TMPDIR/body"
@@ -478,7 +478,7 @@ EOF
 }
 
 # bats test_tags=claim:14-size-first,claim:14-stream
-@test "14 checkpoint-report: every folder listed however many; one larger than the memory allowed checked as it streams; a header's sizes checked before anything is allocated" {
+@test "14 checkpoint-report lists every folder, streams one larger than memory, checks a header's sizes before allocating" {
     cr=$TOOLS/checkpoint-report
     c=$BATS_TEST_TMPDIR/c
     cp -r "$CK" "$c"
@@ -538,7 +538,7 @@ EOF
 }
 
 # bats test_tags=claim:14-prune
-@test "14 checkpoint-report --prune: no manifest, or older than the newest two that verify: removed; the newest and newer ones kept" {
+@test "14 checkpoint-report --prune removes what has no manifest or is older than the newest two that verify" {
     c=$BATS_TEST_TMPDIR/c
     for b in 4 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
     mkdir "$c/ckpt-00000012" "$c/ckpt-00000024"  # no manifest: ranks that died; 24: an earlier attempt's
@@ -901,7 +901,7 @@ EOF
 # another order they sum the wrong buffers and nothing hangs. Between two checks (every 2 batches,
 # the fault at batch 5) only the hash of the calls made, bucket by bucket, sees it.
 # bats test_tags=ranks,gpu,timed,deadline,claim:14-fp-hash,claim:14-report-part
-@test "14 buckets of one size swapped between two fingerprint checks: the next check stops the run; flight-report names the swap" {
+@test "14 buckets of one size swapped between two fingerprint checks: the next stops the run; flight-report names it" {
     need_nccl_gpu
     SECONDS=0
     launch14 2 x --grace-s 60 -- --batches 12 --batch 64 --in 256 --hidden 256 --out 256 --bucket-mib 0.001 \
@@ -1060,7 +1060,7 @@ EOF
 # before its rename, the folder's entry after. Seen without strace: tests/fsync-log.c logs every
 # fsync and rename of the ranks, in order.
 # bats test_tags=ranks,gpu,ex:14-atomic,claim:14-manifest-last
-@test "14 every checkpoint file is flushed to the disk before its rename, and its folder after (fsync, logged by an LD_PRELOAD shim)" {
+@test "14 every checkpoint file is flushed to the disk before its rename, its folder after (fsync, logged by a shim)" {
     need_nccl_gpu
     shim=$(fsync_shim)
     mkdir "$BATS_TEST_TMPDIR/ck"

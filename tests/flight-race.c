@@ -4,7 +4,7 @@
 // is recorded at once. The CUDA and NCCL calls of the recorder are stubbed here; cudaEventQuery
 // sleeps 20 us, as a query of a real event may take, so that the copy is slow against the
 // recording. Built with ASan by tests/14_fault_tolerance.bats (flight_race):
-//   gcc -x c -c solutions/14_fault_tolerance/recorder.cu; gcc flight-race.c common/flight.c ...
+//   gcc -x c -c solutions/14_fault_tolerance/recorder.cu; gcc flight-race.c common/recovery/flight.c ...
 // Run: flight-race DIR. The ring is written to DIR/flight.race.rank0 and read back: exit 0 when
 // it reads, ends at the call its header names, and every entry is the call its seq says (no
 // torn entry); 1 otherwise, with the reason (ASan: its own report, exit 1).

@@ -264,7 +264,7 @@ course_copy() {
     cp -a "$BUILT" "$1/build"
 }
 
-@test "grading: a lesson that stops compiling after a good build is 'build failed' in the course's own tree, never graded from its old binary" {
+@test "grading: a lesson that stops compiling after a good build is 'build failed', never graded from its old binary" {
     tree=$BATS_TEST_TMPDIR/course
     course_copy "$tree"
     [ -x "$tree/build/lessons/07_event_sync" ]  # the good build's binary is there

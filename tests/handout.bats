@@ -68,7 +68,7 @@ region() {
         mv "$c/new" "$c/solutions/06_per_batch_sync/train.cu"
     # 06-copy-sync's in a note of 05, 07-copy-event's in a comment of common/
     { echo '```c'; region 06-copy-sync "$c/solutions/06_per_batch_sync/train.cu"; echo '```'; } >>"$c/notes/05_stream_overlap.md"
-    region 07-copy-event "$c/solutions/07_event_sync/train.cu" | sed 's|^|// |' >>"$c/common/memory.c"
+    region 07-copy-event "$c/solutions/07_event_sync/train.cu" | sed 's|^|// |' >>"$c/common/gpu/memory.c"
     run --separate-stderr "$c/tools/make-handout" --sources-only --lessons 05-07 --out "$BATS_TEST_TMPDIR/out"
     assert_equal "$status" 1
     [[ "$stderr" =~ 05-kernel-wait$'\t'lessons/06_per_batch_sync/train\.cu: ]] || fail "06's copy of 05's answer: $stderr"
@@ -85,7 +85,7 @@ region() {
         region 14-atomic "$c/solutions/14_fault_tolerance/checkpoint.cu" | grep -v '^ *//|' |
             sed 's/\btmp\b/a/g; s/\bpath\b/b/g; s/\bout\b/stream/g; s/\bbad\b/failed/g; s/\bsaved\b/e/g'
         echo '}'
-    } >>"$c/common/own_file.c"
+    } >>"$c/common/base/own_file.c"
     run --separate-stderr "$c/tools/make-handout" --sources-only --lessons 14-14 --out "$BATS_TEST_TMPDIR/out"
     assert_equal "$status" 1
     [[ "$stderr" =~ 14-atomic$'\t'common/own_file\.c:[0-9]+\ \(a\ near\ copy ]] || fail "the near copy: $stderr"
@@ -97,7 +97,7 @@ region() {
     course_copy "$c"
     # 07-copy-event's first call, as a lesson types it, through the course's CUDA_CHECK
     cat >"$BATS_TEST_TMPDIR/planted.c" <<'EOF'
-#include "common/check.h"
+#include "common/base/check.h"
 typedef struct { cudaEvent_t copied; } event_sync;
 typedef struct { cudaStream_t copy_stream; } trainer;
 void planted(event_sync *sync, trainer *t)
@@ -156,7 +156,7 @@ make_handout() {
 assert_handout_holds() {
     local h=$1 f
     shift
-    for f in README.md Makefile hints.tsv common/trainer.c tests/helpers.bash tests/timed tools/grade tools/run-tests \
+    for f in README.md Makefile hints.tsv common/train/trainer.c tests/helpers.bash tests/timed tools/grade tools/run-tests \
         tools/gpu-probe.c; do
         [ -e "$h/$f" ] || fail "no $f in the handout"
     done

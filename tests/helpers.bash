@@ -241,7 +241,7 @@ check_rejects() {
 }
 
 # check_training_options NAME [all]: the options every training lesson takes (one
-# parser, common/trainer.c) refuse an out-of-range value each; with `all`, every kind
+# parser, common/train/trainer.c) refuse an out-of-range value each; with `all`, every kind
 # of bad value (lesson 06 checks the shared parser so; the other lessons show that they
 # use it, at a sixth of the program starts: each start loads cuBLAS, about 0.1 s).
 check_training_options() {
@@ -460,7 +460,7 @@ broken_links() {
 }
 
 # cited_paths ROOT FILE.md...: "FILE: PATH" for every path of the course FILE names in backticks
-# (`common/dist_env.c`, `build/tools/tracestat DIR`) that is no file under ROOT: a built program
+# (`common/dist/dist_env.c`, `build/tools/tracestat DIR`) that is no file under ROOT: a built program
 # by its source (build/tools/X: tools/X.c; build/solutions/X: solutions/X). Patterns (NN_topic,
 # *, ...) and placeholders in capitals are left out.
 cited_paths() {

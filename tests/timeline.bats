@@ -2,7 +2,7 @@
 # The timeline tools on fixtures: the JSON writer, the reader, the checks, the renderers.
 # handmade_trace.json is small enough to verify by hand; 08_small_trace.json was
 # recorded by lesson 08 on an H200 (notes/README.md says how to record it again).
-# JSON is checked with jq. The trace format (common/timeline.h): a host range's kind
+# JSON is checked with jq. The trace format (common/trace/timeline.h): a host range's kind
 # (tl_range) is its "cat"; a track's kind (stream, main, thread) is in its
 # thread_name metadata; every event's pid names a process.
 
@@ -74,7 +74,7 @@ format_problems() {
     done
 }
 
-@test "timeline: a kernel that starts inside the one before it on its stream is written from that one's end, the file still sorted" {
+@test "timeline: a kernel starting inside the one before it on its stream is written from that one's end, still sorted" {
     # CUPTI's clock and the host's, and a graph's kernels, can make a stream's records overlap: kernel
     # B (50 us) starts inside A (0-100 us); the writer moves it to 100 us, past the host range at 60
     e() { printf '{"name":"%s","cat":"%s","ph":"X","ts":%s.000,"dur":%s.000,"pid":1,"tid":%s,"args":{"batch":-1,"bytes":0,"pageable":0}}' "$@"; }
@@ -96,7 +96,7 @@ format_problems() {
     assert_output "run@0 A@0 cudaGraphLaunch@60 B@100"
 }
 
-@test "timeline: a kernel wholly inside the one before it on its stream becomes a point at its end, beside the next starting there" {
+@test "timeline: a kernel wholly inside the one before it on its stream becomes a point at its end, beside the next" {
     # as a graph's kernels on an H100 (2026-11-27): B (50-60 us) inside A (0-100), C (90-120) from 90:
     # written, B is the point 100-100 and C runs 100-120; in start order, C (the longer) first
     e() { printf '{"name":"%s","cat":"kernel","ph":"X","ts":%s.000,"dur":%s.000,"pid":1,"tid":2,"args":{"batch":-1,"bytes":0,"pageable":0}}' "$@"; }
@@ -237,7 +237,7 @@ format_problems() {
     assert_equal "$(printf '%s\n' "$stderr" | grep -c .)" 1
 }
 
-@test "timeline: tracestat refuses a trace cut short (half of one, its first line alone, a line cut in two): exit code 1, one line" {
+@test "timeline: tracestat refuses a trace cut short (half of one, its first line, a line cut in two): exit 1, one line" {
     n=$(wc -l <"$RECORDED")
     head -n $((n / 2)) "$RECORDED" >"$BATS_TEST_TMPDIR/half.json"
     echo '{"traceEvents":[' >"$BATS_TEST_TMPDIR/open.json"

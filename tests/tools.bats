@@ -152,7 +152,7 @@ stand_in() {
     [ -z "$(find "$ROOT/notes" -newer "$BATS_TEST_TMPDIR/before")" ] || fail "it wrote into notes/"
 }
 
-@test "tools: levers' parts of issue 37 on stand-in programs: every variant run with its options and environment, every row reported" {
+@test "tools: levers' parts of issue 37 on stand-in programs: every variant run with its options and environment, reported" {
     b=$BATS_TEST_TMPDIR/build o=$BATS_TEST_TMPDIR/levers
     mkdir -p "$b/solutions" "$b/tools"
     # a stand-in for 12, 13 and 15 (and sm-share): rank 0 prints its arguments and NCCL_* environment
@@ -204,7 +204,7 @@ default() {
     sed -n "s/^  --$1 .*default \([^)]*\))\$/\1/p"
 }
 
-@test "tools: ddp-peer.py, lesson 12's peer: it compiles, has 12's defaults, says what matches, refuses a bad value with one line" {
+@test "tools: ddp-peer.py, 12's peer, compiles, has 12's defaults, says what matches, refuses a bad value with one line" {
     detect_nccl 12_data_parallel_overlap
     need_nccl
     P=12_data_parallel_overlap
@@ -247,7 +247,7 @@ alive() {
     [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]
 }
 
-@test "tools: launch stopped by SIGHUP, SIGINT, SIGQUIT or SIGTERM stops every rank (KILL for one that ignores TERM) and exits with 128 + the signal's number" {
+@test "tools: launch stopped by HUP, INT, QUIT or TERM stops every rank (KILL if TERM is ignored), exits 128 + the signal" {
     cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
 #!/usr/bin/env bash
 [ "$RANK" = 1 ] && trap '' TERM  # rank 1 ignores TERM: only KILL stops it
@@ -281,7 +281,7 @@ EOF
     done
 }
 
-@test "tools: launch: a relative --rendezvous under CDPATH is the one here; a program that cannot be run, or a folder of another user or open to all: one line, exit code 2" {
+@test "tools: launch takes a relative --rendezvous here, not in CDPATH; a program or folder it cannot use: one line, exit 2" {
     cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
 #!/usr/bin/env bash
 echo "$RENDEZVOUS_DIR" >"$OUT/rv$RANK"
@@ -319,10 +319,10 @@ EOF
 # ----------------------------------------------------------------------------
 # files of this user alone, and the tests' log of fsync
 
-@test "tools: common/own_file: a temporary file made new, 0600, never written through a planted link; its folder must be this user's and closed to others" {
+@test "tools: own_file makes a temporary file new, 0600, never through a planted link, in a folder of this user's alone" {
     cat >"$BATS_TEST_TMPDIR/t.c" <<'EOF'
 #include <stdio.h>
-#include "common/own_file.h"
+#include "common/base/own_file.h"
 int main(int argc, char **argv)  // t create PATH | t folder PATH
 {
     char why[1024];
@@ -336,7 +336,7 @@ int main(int argc, char **argv)  // t create PATH | t folder PATH
     return 0;
 }
 EOF
-    gcc -std=c11 -Wall -Wextra -Werror -I"$ROOT" "$BATS_TEST_TMPDIR/t.c" "$ROOT/common/own_file.c" -o "$BATS_TEST_TMPDIR/t"
+    gcc -std=c11 -Wall -Wextra -Werror -I"$ROOT" "$BATS_TEST_TMPDIR/t.c" "$ROOT/common/base/own_file.c" -o "$BATS_TEST_TMPDIR/t"
     t=$BATS_TEST_TMPDIR/t d=$BATS_TEST_TMPDIR/d
     mkdir "$d"
     echo victim >"$d/victim"
@@ -365,7 +365,7 @@ EOF
     fi
 }
 
-@test "tools: the tests' fsync log (tests/fsync-log.c) names every fsync, fdatasync and rename of a program, in order, and nothing else" {
+@test "tools: the tests' fsync log names every fsync, fdatasync and rename of a program, in order, and nothing else" {
     shim=$(fsync_shim)
     d=$BATS_TEST_TMPDIR/d
     mkdir "$d"
@@ -453,7 +453,7 @@ probe() {
     fi
 }
 
-@test "tools: flight-report and checkpoint-report built with the sanitizers, on mutated rings and checkpoints: no crash, no report, none over a second" {
+@test "tools: flight-report and checkpoint-report under the sanitizers, on mutated rings and checkpoints: no report, fast" {
     b=build/san-address-undefined  # host-only C (make's libcourse-host.a): seconds to build
     make -C "$ROOT" -s SAN=address,undefined BUILD=$b "$b/tools/flight-report" "$b/tools/checkpoint-report" \
         >"$BATS_TEST_TMPDIR/make.log" 2>&1 || fail "the tools do not build with the sanitizers: $(tail -n 5 "$BATS_TEST_TMPDIR/make.log")"
@@ -645,7 +645,7 @@ fake_build() {
     chmod +x "$1/tools/gpu-probe"
 }
 
-@test "tools: dev-check --lanes --plan: a lane per GPU that gpu-probe counts, every lesson once, then the checks of speed; nothing run" {
+@test "tools: dev-check --lanes --plan: a lane per GPU gpu-probe counts, every lesson once, then speed; nothing run" {
     b=$BATS_TEST_TMPDIR/b
     lessons=$(cd "$ROOT/tests" && ls [0-9][0-9]_*.bats | cut -c1-2 | grep -v 00 | tr '\n' ' ')
     speed=$(grep -l '^# bats test_tags=.*\bspeed\b' "$ROOT"/tests/[0-9][0-9]_*.bats | xargs -n 1 basename | cut -c1-2 | tr '\n' ' ')
@@ -703,7 +703,7 @@ stored_lanes() {
     printf '== build\n' >"$l/13.txt"
 }
 
-@test "tools: dev-check --lanes' summary from a stored run: a line per part, each problem named with its lesson, the last line as dev-check's" {
+@test "tools: dev-check --lanes' summary of a stored run: a line per part, each problem with its lesson, dev-check's last line" {
     b=$BATS_TEST_TMPDIR/b
     stored_lanes "$b"
     run --separate-stderr env DEV_CHECK_REPORT_ONLY=1 "$ROOT/tools/dev-check" --lanes --build "$b"

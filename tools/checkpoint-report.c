@@ -8,7 +8,7 @@
 // "resume: at batch 20 from ckpt-00000019" (or "resume: at batch 0, no complete checkpoint").
 // With --world or --shape, a newest complete checkpoint of another rank count or model shape
 // is refused as lesson 14 refuses it: one line on stderr, exit code 2. --prune BATCH first
-// removes what lesson 14's rank 0 removes once checkpoint BATCH is complete (common/ckpt.h,
+// removes what lesson 14's rank 0 removes once checkpoint BATCH is complete (common/recovery/ckpt.h,
 // ckpt_prune): older folders without a manifest, and complete ones beyond the newest two.
 // A file is read as untrusted input: no size in it is allocated before it is checked against
 // the file's (tests/14_fault_tolerance.bats feeds it mutated checkpoints under the sanitizers).
@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"  // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error
-#include "common/ckpt.h"  // defines: ckpt_list, ckpt_check, ckpt_manifest, ckpt_run_differs, ckpt_prune,
-                          //          CKPT_FIELD, CKPT_MAX_RANKS, ckpt_shape_valid
+#include "common/base/args.h"      // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error
+#include "common/recovery/ckpt.h"  // defines: ckpt_list, ckpt_check, ckpt_manifest, ckpt_run_differs, ckpt_prune,
+                                   //          CKPT_FIELD, CKPT_MAX_RANKS, ckpt_shape_valid
 
 #define PROG "checkpoint-report"
 

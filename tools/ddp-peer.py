@@ -20,7 +20,7 @@ spread (min and max over the rounds) per mode, the step of the slowest rank, wea
 sync), exposed communication (sync - nosync, and sync - one as 12's figures take it), DDP's buckets,
 and whether every rank ended a synced run with the same weights (bit for bit).
 
-What matches lesson 12 (common/mlp.h, common/model.h, solutions/12_data_parallel_overlap):
+What matches lesson 12 (common/model/mlp.h, common/model/model.h, solutions/12_data_parallel_overlap):
   - the model: --in inputs, --layers hidden layers of --hidden units, --out outputs, ReLU after every
     layer but the last, Glorot-uniform weights and zero biases; 12's GPU-bound shape by default
     (tools/bench's 12r1/12r2: --hidden 4096 --layers 4, 512 samples a rank);
@@ -31,7 +31,7 @@ What matches lesson 12 (common/mlp.h, common/model.h, solutions/12_data_parallel
     on the default shape, 12's plan 5-4|3|2|1 (DDP's first bucket closes at 1 MiB, 12's at 25: on
     this shape both close at the 64 MiB W4).
 What cannot match:
-  - the bits: the data (12's synthetic teacher, common/data.h, hashed per sample) and the initial
+  - the bits: the data (12's synthetic teacher, common/model/data.h, hashed per sample) and the initial
     weights (12's hash, not torch's generator) differ; the data here is a pool of two batches made
     once on the GPU (torch.randn), so DDP's step copies nothing from the host where 12 copies each
     batch on a copy stream beside its step (0.5 MiB a batch: far under a step);
@@ -147,7 +147,7 @@ def make_model(torch, o, device):
     dims = [o.in_dim] + [o.hidden] * o.layers + [o.out]
     for k in range(len(dims) - 1):
         linear = torch.nn.Linear(dims[k], dims[k + 1])
-        torch.nn.init.xavier_uniform_(linear.weight)  # Glorot-uniform, as common/mlp.c
+        torch.nn.init.xavier_uniform_(linear.weight)  # Glorot-uniform, as common/model/mlp.c
         torch.nn.init.zeros_(linear.bias)
         layers.append(linear)
         if k < len(dims) - 2:

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"  // defines: arg_spec, arg_exit_codes, args_parse_files, usage_error
+#include "common/base/args.h"  // defines: arg_spec, arg_exit_codes, args_parse_files, usage_error
 
 #define FATBIN_MAGIC 0xBA55ED50u
 #define MAX_ARCH 1024

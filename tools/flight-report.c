@@ -10,7 +10,7 @@
 // Exit codes: 0 the rings agree and every call completed; 4 a divergence or a call that never
 // completed was named; 1 no ring of that run in DIR (or out of memory); 2 bad usage or a ring
 // that cannot be read. A ring is a file anyone may have cut or made by hand: every number in it
-// is bounded (common/flight.c), and no input makes it read past its arrays or loop for long
+// is bounded (common/recovery/flight.c), and no input makes it read past its arrays or loop for long
 // (tests/14_fault_tolerance.bats feeds it mutated rings under the sanitizers).
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
@@ -19,8 +19,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "common/args.h"    // defines: arg_spec, arg_string, arg_flag, args_parse_files, usage_error
-#include "common/flight.h"  // defines: flight_ring, flight_read, flight_diverge, flight_free
+#include "common/base/args.h"        // defines: arg_spec, arg_string, arg_flag, args_parse_files, usage_error
+#include "common/recovery/flight.h"  // defines: flight_ring, flight_read, flight_diverge, flight_free
 
 #define PROG "flight-report"
 #define EXIT_DIVERGED 4

@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/exit_codes.h"  // defines: EXIT_USAGE, EXIT_NO_GPU
-#include "common/gpus.h"        // defines: gpu_count
+#include "common/base/exit_codes.h"  // defines: EXIT_USAGE, EXIT_NO_GPU
+#include "common/base/gpus.h"        // defines: gpu_count
 
 int main(int argc, char **argv)
 {

@@ -19,15 +19,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"     // defines: arg_spec, arg_int, arg_string, arg_flag, args_parse, usage_error
-#include "common/check.h"    // defines: CUDA_CHECK, CUBLAS_CHECK
-#include "common/device.h"   // defines: device_info, gpu_open
-#include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          NCCL_CHECK, dist_event_wait, dist_split_ready, dist_finish
-#include "common/json.h"     // defines: json_writer, json_begin, json_num, json_int, json_str, json_end
-#include "common/kernels.h"  // defines: launch_spin
-#include "common/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc
-#include "common/timing.h"   // defines: stats_of, event_ms
+#include "common/base/args.h"    // defines: arg_spec, arg_int, arg_string, arg_flag, args_parse, usage_error
+#include "common/base/check.h"   // defines: CUDA_CHECK, CUBLAS_CHECK
+#include "common/gpu/device.h"   // defines: device_info, gpu_open
+#include "common/dist/dist.h"    // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
+                                 //          NCCL_CHECK, dist_event_wait, dist_split_ready, dist_finish
+#include "common/base/json.h"    // defines: json_writer, json_begin, json_num, json_int, json_str, json_end
+#include "common/gpu/kernels.h"  // defines: launch_spin
+#include "common/gpu/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc
+#include "common/base/timing.h"  // defines: stats_of, event_ms
 
 #define MAX_CTAS 8     // cap values tried at most
 #define MAX_SHAPES 4   // product shapes at most

@@ -27,13 +27,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"      // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error, arg_double,
-                              //          arg_flag, arg_exit_codes
-#include "common/timeline.h"  // defines: timeline, tl_read_json, tl_write_json, tl_analyse, tl_comm_hidden,
-                              //          tl_compute_busy, tl_find_track_in, tl_render_text, tl_render_svg,
-                              //          TL_MAX_PROCESSES, TL_MAX_TRACKS, TL_NAME, tl_add, tl_batch_window,
-                              //          tl_comm_exposed, tl_free, tl_init, tl_is_host, tl_phase_window, tl_sort,
-                              //          tl_track_overlap_ms, tl_fold_unnamed_streams
+#include "common/base/args.h"  // defines: arg_spec, arg_int, arg_string, args_parse_files, usage_error, arg_double,
+                               //          arg_flag, arg_exit_codes
+#include "common/trace/timeline.h"  // defines: timeline, tl_read_json, tl_write_json, tl_analyse, tl_comm_hidden,
+                                    //          tl_compute_busy, tl_find_track_in, tl_render_text, tl_render_svg,
+                                    //          TL_MAX_PROCESSES, TL_MAX_TRACKS, TL_NAME, tl_add, tl_batch_window,
+                                    //          tl_comm_exposed, tl_free, tl_init, tl_is_host, tl_phase_window, tl_sort,
+                                    //          tl_track_overlap_ms, tl_fold_unnamed_streams
 
 // Checks what tl_write_json promises, on the events in file order.
 static int check(const timeline *t)

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/device_bandwidth.cu, made by `make lessons` (checksum 1617785442)
+// STUDENT VERSION of solutions/05_stream_overlap/device_bandwidth.cu, made by `make lessons` (checksum 265704612)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // device_bandwidth.cu: part 1, what the device can overlap (copy engines,
 // concurrent kernels, stream priorities), and part 2, host<->device bandwidth
@@ -6,11 +6,11 @@
 #include <stdlib.h>  // free
 #include <string.h>  // memcpy, memset
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/device.h"  // defines: device_info, device_report
-#include "common/memory.h"  // defines: host_alloc
-#include "common/timing.h"  // defines: stats, time_gpu_work
-#include "overlap.h"        // defines: workload, options, report, report_*, both_copies
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/device.h"   // defines: device_info, device_report
+#include "common/gpu/memory.h"   // defines: host_alloc
+#include "common/base/timing.h"  // defines: stats, time_gpu_work
+#include "overlap.h"             // defines: workload, options, report, report_*, both_copies
 
 // ----------------------------------------------------------------------------
 // Part 1: the device.

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/fma_chain.cu, made by `make lessons` (checksum 1837164847)
+// STUDENT VERSION of solutions/05_stream_overlap/fma_chain.cu, made by `make lessons` (checksum 2226910119)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // fma_chain.cu: the kernel lesson 05 overlaps with its copies, its launcher, and
 // its host twin.
@@ -10,8 +10,8 @@
 // exactly: the sequential run is checked against it.
 #include <math.h>  // fmaf
 
-#include "common/check.h"  // defines: CUDA_CHECK
-#include "overlap.h"       // declares: launch_fma_chain, fma_chain_host
+#include "common/base/check.h"  // defines: CUDA_CHECK
+#include "overlap.h"            // declares: launch_fma_chain, fma_chain_host
 
 #define FMA_CHAIN_A 0.9999f
 #define FMA_CHAIN_B 0.0001f

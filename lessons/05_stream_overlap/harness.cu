@@ -1,14 +1,14 @@
-// STUDENT VERSION of solutions/05_stream_overlap/harness.cu, made by `make lessons` (checksum 223909739)
+// STUDENT VERSION of solutions/05_stream_overlap/harness.cu, made by `make lessons` (checksum 3131371940)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // harness.cu: how lesson 05 times and checks its runs. Not what the lesson
 // teaches: the parts hand their work over as gpu_work_fn's and read the result.
 #include <stdlib.h>  // free
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/memory.h"  // defines: host_alloc
-#include "common/timing.h"  // defines: stats, stats_of, time_gpu_work
-#include "common/trace.h"   // defines: trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"        // defines: variant, workload, options, poison, compare_bits
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/memory.h"   // defines: host_alloc
+#include "common/base/timing.h"  // defines: stats, stats_of, time_gpu_work
+#include "common/trace/trace.h"  // defines: trace_begin, trace_end, TL_RANGE_PHASE
+#include "overlap.h"             // defines: variant, workload, options, poison, compare_bits
 
 // Times n variants round-robin, one repetition of each per round: a slow moment
 // of the machine (its PCIe link can be shared) then touches all of them alike,

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 1973052743)
+// STUDENT VERSION of solutions/05_stream_overlap/main.cu, made by `make lessons` (checksum 1067413538)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // 05_stream_overlap: copies and kernels overlapped across CUDA streams, measured fairly.
 //
@@ -16,10 +16,10 @@
 #include <stdio.h>   // fprintf, fputc
 #include <stdlib.h>  // EXIT_SUCCESS, EXIT_FAILURE
 
-#include "common/device.h"  // defines: device_info, gpu_open
-#include "common/json.h"    // defines: json_begin, json_end
-#include "common/trace.h"   // defines: trace_start, trace_add_window, trace_on, trace_finish
-#include "overlap.h"        // defines: options, workload, report, the parts
+#include "common/gpu/device.h"   // defines: device_info, gpu_open
+#include "common/base/json.h"    // defines: json_begin, json_end
+#include "common/trace/trace.h"  // defines: trace_start, trace_add_window, trace_on, trace_finish
+#include "overlap.h"             // defines: options, workload, report, the parts
 
 int main(int argc, char **argv)
 {

@@ -1,12 +1,12 @@
-// STUDENT VERSION of solutions/05_stream_overlap/options.cu, made by `make lessons` (checksum 2455836320)
+// STUDENT VERSION of solutions/05_stream_overlap/options.cu, made by `make lessons` (checksum 13898347)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // options.cu: lesson 05's command line, and the sizes it asks for checked against
 // the machine before anything is allocated: a size that cannot fit is bad usage
 // (exit code 2, one line naming --size-mib), not a CUDA error halfway through.
-#include "common/args.h"    // defines: arg_spec, arg_int, arg_double, arg_flag, arg_string, arg_choice,
-                            //          args_parse, usage_error
-#include "common/memory.h"  // defines: host_memory_bytes
-#include "overlap.h"        // defines: options, delay_point, runs_part, needs_data
+#include "common/base/args.h"   // defines: arg_spec, arg_int, arg_double, arg_flag, arg_string, arg_choice, args_parse,
+                                //          usage_error
+#include "common/gpu/memory.h"  // defines: host_memory_bytes
+#include "overlap.h"            // defines: options, delay_point, runs_part, needs_data
 
 #define GIB 1073741824.0
 

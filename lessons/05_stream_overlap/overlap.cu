@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 4117459942)
+// STUDENT VERSION of solutions/05_stream_overlap/overlap.cu, made by `make lessons` (checksum 2519912551)
 // Fill in its 2 TODOs.
 // overlap.cu: part 3, copy-in, kernel and copy-out in order on one stream, then
 // cut into chunks over several streams in two issue orders. Every buffer is
@@ -7,11 +7,11 @@
 // shortest time any schedule of these chunks could take (the bound).
 #include <stdio.h>  // fprintf
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/device.h"  // defines: device_info
-#include "common/timing.h"  // defines: stats
-#include "overlap.h"        // defines: workload, variant, report, stage_times,
-                            //          launch_fma_chain, the stages, time_round_robin
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/device.h"   // defines: device_info
+#include "common/base/timing.h"  // defines: stats
+#include "overlap.h"             // defines: workload, variant, report, stage_times, launch_fma_chain, the stages,
+                                 //          time_round_robin
 
 static size_t chunk_begin(const workload *w, int c) { return (size_t)w->n * c / w->chunks; }
 static int chunk_len(const workload *w, int c) { return (int)(chunk_begin(w, c + 1) - chunk_begin(w, c)); }
@@ -37,10 +37,10 @@ static void run_overlapped_by_stage(void *arg)
 
 // ----------------------------------------------------------------------------
 // The copies as the overlapped runs issue them, without the kernels: chunk by
-// chunk, one direction alone or both at once. The overlapped runs once beat a bound
-// that took the copies whole (by 8% on an H100): copies in chunks may move at
-// another rate. So the bound takes each direction, and both at once, at the
-// fastest rate measured, whole or in chunks: a lower bound on time must.
+// chunk, one direction alone or both at once. Copies in chunks may move at another
+// rate than whole ones, so the bound takes each direction, and both at once, at the
+// fastest rate measured, whole or in chunks: a lower bound on time must (a bound of
+// whole copies alone was beaten by 8% on an H100: notes/05).
 
 static void copy_chunks(workload *w, cudaMemcpyKind kind, cudaStream_t s)
 {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/overlap.h, made by `make lessons` (checksum 780158398)
+// STUDENT VERSION of solutions/05_stream_overlap/overlap.h, made by `make lessons` (checksum 804901186)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // overlap.h: what the files of lesson 05 share: the options, the workload, and
 // one function per part. No exercise in it: the lesson and its solution include
@@ -10,9 +10,9 @@
 
 #include <cuda_runtime.h>  // cudaStream_t
 
-#include "common/device.h"  // defines: device_info
-#include "common/json.h"    // defines: json_writer, json_num, json_int, json_bool, json_str
-#include "common/timing.h"  // defines: stats, gpu_work_fn
+#include "common/gpu/device.h"   // defines: device_info
+#include "common/base/json.h"    // defines: json_writer, json_num, json_int, json_bool, json_str
+#include "common/base/timing.h"  // defines: stats, gpu_work_fn
 
 #define PROG "05_stream_overlap"
 #define MAX_STREAMS 32

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 3057633007)
+// STUDENT VERSION of solutions/05_stream_overlap/pipeline.cu, made by `make lessons` (checksum 3812068634)
 // Fill in its 2 TODOs.
 // pipeline.cu: part 5, batches through two streams ordered by events. The copy
 // stream moves batches in and results out, the compute stream runs the kernels,
@@ -12,11 +12,11 @@
 // the output stays bit-identical; with one missing, it differs every time.
 #include <stdio.h>  // fprintf
 
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/kernels.h"  // defines: launch_spin
-#include "common/trace.h"    // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"         // defines: workload, variant, report, delay_point,
-                             //          launch_fma_chain, the stages, time_round_robin
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/kernels.h"  // defines: launch_spin
+#include "common/trace/trace.h"  // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
+#include "overlap.h"             // defines: workload, variant, report, delay_point, launch_fma_chain, the stages,
+                                 //          time_round_robin
 
 typedef struct {
     workload *w;

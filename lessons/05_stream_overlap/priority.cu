@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 2716910565)
+// STUDENT VERSION of solutions/05_stream_overlap/priority.cu, made by `make lessons` (checksum 3700080443)
 // Fill in its 1 TODO.
 // priority.cu: part 4, what stream priority does. A flood of spin blocks fills
 // every SM for many waves; a small probe kernel is queued once the flood runs, on
@@ -9,12 +9,12 @@
 #include <stdlib.h>  // free
 #include <time.h>    // nanosleep
 
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/device.h"   // defines: device_info
-#include "common/kernels.h"  // defines: launch_spin, spin_blocks_per_sm, launch_probe
-#include "common/memory.h"   // defines: host_alloc
-#include "common/timing.h"   // defines: stats, stats_of, event_ms
-#include "overlap.h"         // defines: options, report, report_*
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/device.h"   // defines: device_info
+#include "common/gpu/kernels.h"  // defines: launch_spin, spin_blocks_per_sm, launch_probe
+#include "common/gpu/memory.h"   // defines: host_alloc
+#include "common/base/timing.h"  // defines: stats, stats_of, event_ms
+#include "overlap.h"             // defines: options, report, report_*
 
 #define SPIN_THREADS 1024
 #define FLOOD_BLOCK_NS 20000  // each flood block spins 20 us

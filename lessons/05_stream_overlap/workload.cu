@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/05_stream_overlap/workload.cu, made by `make lessons` (checksum 2435505544)
+// STUDENT VERSION of solutions/05_stream_overlap/workload.cu, made by `make lessons` (checksum 791098009)
 // No exercise in this file, read it as it stands; the TODOs are in overlap.cu, pipeline.cu, priority.cu.
 // workload.cu: lesson 05's data, its three stages (copy-in, kernel, copy-out),
 // the sequential run that every other run is compared with, and the checks.
@@ -6,10 +6,10 @@
 #include <stdlib.h>  // free
 #include <string.h>  // memcpy, memcmp, memset
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/memory.h"  // defines: host_calloc
-#include "common/trace.h"   // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"        // defines: workload, options, report, launch_fma_chain
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/memory.h"   // defines: host_calloc
+#include "common/trace/trace.h"  // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
+#include "overlap.h"             // defines: workload, options, report, launch_fma_chain
 
 #define POISON_BYTE 0xFF  // every float byte 0xFF is a NaN: an unwritten element cannot pass
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 3773103205)
+// STUDENT VERSION of solutions/07_event_sync/train.cu, made by `make lessons` (checksum 1342099649)
 // Fill in its 2 TODOs.
 // 07_event_sync: the same loop, ordered with events instead of stream synchronisation.
 //
@@ -15,12 +15,12 @@
 // what each costs in CPU time and in step time. The rest of the loop and the start of
 // main repeat 06's on purpose, line for line, so that `diff solutions/06_per_batch_sync
 // solutions/07_event_sync` shows the two changes and little else.
-#include "common/args.h"     // defines: arg_spec, args_parse
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/harness.h"  // defines: train_variant, harness_run, harness_finish
-#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_prepare, trainer_step, trainer_loss_slot,
-                             //          trainer_take_loss, test_delay, HOST_SYNC
+#include "common/base/args.h"      // defines: arg_spec, args_parse
+#include "common/base/check.h"     // defines: CUDA_CHECK
+#include "common/train/harness.h"  // defines: train_variant, harness_run, harness_finish
+#include "common/train/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                                   //          trainer_init, trainer_prepare, trainer_step, trainer_loss_slot,
+                                   //          trainer_take_loss, test_delay, HOST_SYNC
 
 static const char *PROG = "07_event_sync";
 

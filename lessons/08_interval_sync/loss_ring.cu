@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/08_interval_sync/loss_ring.cu, made by `make lessons` (checksum 2172415728)
+// STUDENT VERSION of solutions/08_interval_sync/loss_ring.cu, made by `make lessons` (checksum 1087079338)
 // Fill in its 1 TODO.
 // loss_ring.cu: lesson 08's loss ring (loss_ring.h). The lessons after 08 link this file's solution
 // as lesson 08's library; exercise 08-interval is here.
@@ -6,9 +6,9 @@
 
 #include <stdlib.h>
 
-#include "common/check.h"    // defines: CUDA_CHECK, EXERCISE_HELPER
-#include "common/memory.h"   // defines: host_calloc
-#include "common/trainer.h"  // defines: trainer_loss_slot, trainer_take_loss, event_pending, HOST_SYNC, SLOT_WAIT
+#include "common/base/check.h"     // defines: CUDA_CHECK, EXERCISE_HELPER
+#include "common/gpu/memory.h"     // defines: host_calloc
+#include "common/train/trainer.h"  // defines: trainer_loss_slot, trainer_take_loss, event_pending, HOST_SYNC, SLOT_WAIT
 
 void loss_ring_create(loss_ring *r, const trainer *t, unsigned event_flags)
 {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/08_interval_sync/loss_ring.h, made by `make lessons` (checksum 3640595295)
+// STUDENT VERSION of solutions/08_interval_sync/loss_ring.h, made by `make lessons` (checksum 3661252682)
 // No exercise in this file, read it as it stands; the TODOs are in loss_ring.cu, train.cu.
 // loss_ring.h: lesson 08's loss ring, a pinned slot and an event per loss, read one batch behind at
 // the end of every interval. 08's loop uses it, and so do the lessons after 08, which link this
@@ -16,7 +16,7 @@
 
 #include <cuda_runtime.h>
 
-#include "common/trainer.h"  // defines: trainer, event_wait_fn
+#include "common/train/trainer.h"  // defines: trainer, event_wait_fn
 
 #ifdef __cplusplus
 extern "C" {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 3798002608)
+// STUDENT VERSION of solutions/09_four_stream_pipeline/train.cu, made by `make lessons` (checksum 1648457882)
 // Fill in its 4 TODOs.
 // 09_four_stream_pipeline: the seeds' four streams, with every dependency an event.
 //
@@ -22,14 +22,14 @@
 // To see what a forgotten ordering does, leave one of the waits out and run with
 // --delay-us 2000 --delay-on compute (or copy): the losses diverge from the
 // synchronous run, every time. The tests do exactly that to each missing wait.
-#include "common/args.h"     // defines: arg_spec, arg_int, args_parse
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/harness.h"  // defines: harness_run_loop, harness_finish
-#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_prepare, trainer_forward, trainer_backward, test_delay,
-                             //          event_pending, SLOT_WAIT, json_int, trace_name_stream
-#include "08_interval_sync/loss_ring.h"  // defines: loss_ring, loss_ring_create, loss_ring_destroy,
-                                         //          loss_ring_queue, loss_ring_interval
+#include "common/base/args.h"            // defines: arg_spec, arg_int, args_parse
+#include "common/base/check.h"           // defines: CUDA_CHECK
+#include "common/train/harness.h"        // defines: harness_run_loop, harness_finish
+#include "common/train/trainer.h"        // defines: trainer, train_options, train_options_default, train_option_specs,
+                                         //          trainer_init, trainer_prepare, trainer_forward, trainer_backward,
+                                         //          test_delay, event_pending, SLOT_WAIT, json_int, trace_name_stream
+#include "08_interval_sync/loss_ring.h"  // defines: loss_ring, loss_ring_create, loss_ring_destroy, loss_ring_queue,
+                                         //          loss_ring_interval
 
 static const char *PROG = "09_four_stream_pipeline";
 

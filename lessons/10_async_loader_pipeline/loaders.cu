@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.cu, made by `make lessons` (checksum 3678725497)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.cu, made by `make lessons` (checksum 344737970)
 // Fill in its 4 TODOs.
 // loaders.cu (lesson 10): the ring of pinned slots, every step of a slot's round guarded by one
 // lock (exercises 10-claim, 10-publish, 10-hand-back), and the loader threads that fill it
@@ -7,11 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/check.h"    // defines: CUDA_CHECK, check_message, EXERCISE_HELPER
-#include "common/memory.h"   // defines: host_calloc
-#include "common/trainer.h"  // defines: trainer, trainer_prepare, host_wait_begin, host_wait_end, trace_begin,
-                             //          trace_end, trace_name_thread
-#include "loaders.h"         // the pool, its slots and loaders; lesson 08's loss_ring_create, loss_ring_destroy
+#include "common/base/check.h"     // defines: CUDA_CHECK, check_message, EXERCISE_HELPER
+#include "common/gpu/memory.h"     // defines: host_calloc
+#include "common/train/trainer.h"  // defines: trainer, trainer_prepare, host_wait_begin, host_wait_end, trace_begin,
+                                   //          trace_end, trace_name_thread
+#include "loaders.h"               // the pool, its slots and loaders; lesson 08's loss_ring_create, loss_ring_destroy
 
 // ----------------------------------------------------------------------------
 // the ring of pinned slots (every function here is called with p->lock held)

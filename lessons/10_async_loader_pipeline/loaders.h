@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.h, made by `make lessons` (checksum 1957825984)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.h, made by `make lessons` (checksum 239709340)
 // No exercise in this file, read it as it stands; the TODOs are in loaders.cu.
 // loaders.h (lesson 10): the ring of pinned slots and the loader threads that fill it, as the
 // training loop in train.cu sees them; loaders.cu holds them.
@@ -8,7 +8,7 @@
 #include <pthread.h>
 
 #include "08_interval_sync/loss_ring.h"  // defines: loss_ring
-#include "common/trainer.h"              // defines: trainer
+#include "common/train/trainer.h"        // defines: trainer
 
 #define DEVICE_SLOTS 2
 #define MAX_WORKERS 64

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 4099904330)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 3812197843)
 // No exercise in this file, read it as it stands; the TODOs are in loaders.cu.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
@@ -28,14 +28,14 @@
 // (the training loop, main).
 #include <stdio.h>
 
-#include "common/args.h"     // defines: arg_spec, arg_int, args_parse
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/harness.h"  // defines: harness_run_loop, harness_finish
-#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_step, test_delay, json_int
-#include "loaders.h"         // defines: loader_pool, host_slot, start_loaders, stop_loaders, wait_for_batch,
-                             //          hand_back_slot, create_pool, destroy_pool; lesson 08's loss_ring_queue,
-                             //          loss_ring_interval
+#include "common/base/args.h"      // defines: arg_spec, arg_int, args_parse
+#include "common/base/check.h"     // defines: CUDA_CHECK
+#include "common/train/harness.h"  // defines: harness_run_loop, harness_finish
+#include "common/train/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                                   //          trainer_init, trainer_step, test_delay, json_int
+#include "loaders.h"               // defines: loader_pool, host_slot, start_loaders, stop_loaders, wait_for_batch,
+                                   //          hand_back_slot, create_pool, destroy_pool; lesson 08's loss_ring_queue,
+                                   //          loss_ring_interval
 
 static const char *PROG = "10_async_loader_pipeline";
 

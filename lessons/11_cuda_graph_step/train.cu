@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/11_cuda_graph_step/train.cu, made by `make lessons` (checksum 349092785)
+// STUDENT VERSION of solutions/11_cuda_graph_step/train.cu, made by `make lessons` (checksum 3487412152)
 // Fill in its 7 TODOs.
 // 11_cuda_graph_step: the whole training step captured once as a CUDA graph, then
 // launched with one call per batch.
@@ -38,19 +38,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/args.h"     // defines: arg_spec, arg_int, arg_flag, args_parse
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/graphs.h"   // defines: graph_census, graph_census_of
-#include "common/harness.h"  // defines: train_variant, harness_extras, harness_run, harness_run_with, harness_finish
-#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool, json_end
-#include "common/memory.h"   // defines: host_calloc, blocks_in_use
-#include "common/timing.h"   // defines: host_now_ms
-#include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
-#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_destroy, trainer_prepare, trainer_forward,
-                             //          trainer_backward, trainer_loss_slot, test_delay, event_pending, SLOT_WAIT
-#include "08_interval_sync/loss_ring.h"  // defines: loss_ring, loss_ring_create, loss_ring_destroy,
-                                         //          loss_ring_interval
+#include "common/base/args.h"      // defines: arg_spec, arg_int, arg_flag, args_parse
+#include "common/base/check.h"     // defines: CUDA_CHECK
+#include "common/gpu/graphs.h"     // defines: graph_census, graph_census_of
+#include "common/train/harness.h"  // defines: train_variant, harness_extras, harness_run, harness_run_with,
+                                   //          harness_finish
+#include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool, json_end
+#include "common/gpu/memory.h"     // defines: host_calloc, blocks_in_use
+#include "common/base/timing.h"    // defines: host_now_ms
+#include "common/trace/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
+#include "common/train/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                                   //          trainer_init, trainer_destroy, trainer_prepare, trainer_forward,
+                                   //          trainer_backward, trainer_loss_slot, test_delay, event_pending, SLOT_WAIT
+#include "08_interval_sync/loss_ring.h"  // defines: loss_ring, loss_ring_create, loss_ring_destroy, loss_ring_interval
 
 static const char *PROG = "11_cuda_graph_step";
 
@@ -144,7 +144,7 @@ static void capture_graphs(graph_step *g, trainer *t)
     // them on only during its runs, so the lesson turns them on for the capture.
     t->delays_on = 1;
     // One step issued call by call first: cuBLAS's first calls set it up (and may
-    // allocate), which a capture refuses; and common/model.cu binds each handle to
+    // allocate), which a capture refuses; and common/model/model.cu binds each handle to
     // this step's streams with its own workspace (cublasSetStream, then
     // cublasSetWorkspace), so that inside the capture neither call is made.
     trainer_prepare(t, 0, t->h_batch[0]);

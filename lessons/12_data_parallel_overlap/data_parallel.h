@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2272033509)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 592202483)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). meet.cu: how the ranks meet; stop.cu: how they stop, all of them when one
@@ -14,26 +14,26 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buckets.h"         // the exercises, and through it ddp.h (the step) and lesson 08's loss ring
-#include "common/args.h"     // defines: arg_spec, arg_double, arg_choice, args_parse, usage_error, arg_int
-#include "common/check.h"    // defines: CUDA_CHECK, CUBLAS_CHECK
-#include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_meet_begin,
-                             //          dist_write_id, dist_read_id, dist_watch, dist_wait_issued, dist_connected,
-                             //          dist_option_specs, NCCL_CHECK, dist_fault_inject, dist_finish, dist_describe,
-                             //          DIST_HOW_TO_RUN, dist_abort, dist_describe_json, dist_fault_check,
-                             //          dist_fault_options, dist_gather_begin, dist_gather_end, dist_say_stop,
-                             //          dist_stop_begin, dist_unwatch, dist_waiting_over, dist_waiting_start,
-                             //          dist_split_ready
-#include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_finish,
-                             //          harness_rank_outputs
-#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
-#include "common/kernels.h"  // defines: launch_spin
-#include "common/memory.h"   // defines: host_calloc
-#include "common/timing.h"   // defines: stats_of, event_ms, parts_ms
-#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_loss_slot, trainer_take_loss, test_delay, event_pending,
-                             //          SLOT_WAIT, mlp_forward, mlp_update,
-                             //          mlp_shape_init, mlp_cpu_reference, dataset_init, batch_features, dataset_free
+#include "buckets.h"            // the exercises, and through it ddp.h (the step) and lesson 08's loss ring
+#include "common/base/args.h"   // defines: arg_spec, arg_double, arg_choice, args_parse, usage_error, arg_int
+#include "common/base/check.h"  // defines: CUDA_CHECK, CUBLAS_CHECK
+#include "common/dist/dist.h"   // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_meet_begin,
+                                //          dist_write_id, dist_read_id, dist_watch, dist_wait_issued, dist_connected,
+                                //          dist_option_specs, NCCL_CHECK, dist_fault_inject, dist_finish,
+                                //          dist_describe, DIST_HOW_TO_RUN, dist_abort, dist_describe_json,
+                                //          dist_fault_check, dist_fault_options, dist_gather_begin, dist_gather_end,
+                                //          dist_say_stop, dist_stop_begin, dist_unwatch, dist_waiting_over,
+                                //          dist_waiting_start, dist_split_ready
+#include "common/train/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_finish,
+                                   //          harness_rank_outputs
+#include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool
+#include "common/gpu/kernels.h"    // defines: launch_spin
+#include "common/gpu/memory.h"     // defines: host_calloc
+#include "common/base/timing.h"    // defines: stats_of, event_ms, parts_ms
+#include "common/train/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                                   //          trainer_init, trainer_loss_slot, trainer_take_loss, test_delay,
+                                   //          event_pending, SLOT_WAIT, mlp_forward, mlp_update, mlp_shape_init,
+                                   //          mlp_cpu_reference, dataset_init, batch_features, dataset_free
 
 #define SHARD 512         // samples per rank and batch, by default: --batch is 512 x ranks
 #define SLOTS DDP_SLOTS   // host and device batch slots (lesson 08)

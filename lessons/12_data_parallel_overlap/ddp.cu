@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.cu, made by `make lessons` (checksum 3480944724)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.cu, made by `make lessons` (checksum 2477375331)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // ddp.cu: lesson 12's data-parallel step (ddp.h): the state, the shard, the backward pass and the
 // step, the losses averaged at the end. The lesson's exercises are its hooks; the plan and the
@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/memory.h"  // defines: device_alloc, pinned_alloc, device_free, pinned_free
-#include "common/timing.h"  // defines: host_now_ms
-#include "common/trace.h"   // defines: trace_begin, trace_end, trace_name_stream
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/memory.h"   // defines: device_alloc, pinned_alloc, device_free, pinned_free
+#include "common/base/timing.h"  // defines: host_now_ms
+#include "common/trace/trace.h"  // defines: trace_begin, trace_end, trace_name_stream
 
 // The plan, checked: every other part of the step trusts it.
 static void check_plan(const trainer *t, const data_parallel *dp)

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.h, made by `make lessons` (checksum 1926698480)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.h, made by `make lessons` (checksum 2204016935)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // ddp.h: lesson 12's data-parallel step, for 12 and the lessons that link its library (14, 15). Every rank
 // holds the whole model and trains on its shard of each batch; the backward pass produces the
@@ -25,8 +25,8 @@
 #include <nccl.h>
 
 #include "08_interval_sync/loss_ring.h"  // defines: loss_ring
-#include "common/dist.h"                 // defines: dist_env, dist_fault
-#include "common/trainer.h"              // defines: trainer, event_wait_fn, HOST_SYNC, trainer_forward, mlp_loss,
+#include "common/dist/dist.h"            // defines: dist_env, dist_fault
+#include "common/train/trainer.h"        // defines: trainer, event_wait_fn, HOST_SYNC, trainer_forward, mlp_loss,
                                          //          mlp_backward_error, mlp_backward_weights, mlp_weights_checksum,
                                          //          batch_targets, dataset_prepare_shard
 

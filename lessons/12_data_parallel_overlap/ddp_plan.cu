@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp_plan.cu, made by `make lessons` (checksum 1444159215)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp_plan.cu, made by `make lessons` (checksum 1563283610)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // ddp_plan.cu: lesson 12's bucket plan checked and written as text, and the checksums every rank
 // compares after the runs (ddp.h). Making the plan is lesson 12's exercise (12-bucket-plan).
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/harness.h"  // defines: harness_loss_checksum
+#include "common/train/harness.h"  // defines: harness_loss_checksum
 
 int ddp_plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_t size)
 {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/meet.cu, made by `make lessons` (checksum 745425596)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/meet.cu, made by `make lessons` (checksum 1557251127)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // meet.cu (lesson 12): how the ranks meet. Every rank is a process of its own, started by a
 // launcher on some machine; before any collective they must form one NCCL communicator, and
@@ -8,7 +8,7 @@
 //
 // The communicator is non-blocking: each NCCL call returns at once, and the rank polls until
 // NCCL is done. A blocking call could wait forever on a rank that died; a polled one gives up
-// when another rank leaves a failure note, or when --timeout-s passes (common/dist.h).
+// when another rank leaves a failure note, or when --timeout-s passes (common/dist/dist.h).
 #include <string.h>
 
 #include "data_parallel.h"  // the lesson's types, and through it the course's headers

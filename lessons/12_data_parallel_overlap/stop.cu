@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/stop.cu, made by `make lessons` (checksum 1427121421)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/stop.cu, made by `make lessons` (checksum 1430387969)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // stop.cu (lesson 12): how the ranks stop. A rank that fails must stop every rank: the others
 // are waiting inside NCCL for its part, and a kernel that waits for a rank that died waits
@@ -10,7 +10,7 @@
 // then destroy it. The rank holds two: the parent (meet.cu) and the gradients' (split from it),
 // both in d->comms, the parent first.
 //
-// common/dist.h does the same for every NCCL call (NCCL_CHECK polls a call that answers
+// common/dist/dist.h does the same for every NCCL call (NCCL_CHECK polls a call that answers
 // ncclInProgress, a watchdog thread watches one that blocks) and for the lessons after this one.
 #include <sched.h>  // sched_yield
 #include <stdarg.h>

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 1677721021)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 707551795)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -10,7 +10,7 @@
 //            (each a node of its own, over loopback sockets: every check holds, no timing is performance)
 //        build/lessons/13_pipeline_parallel --show-schedule --stages 4       every stage's order, no GPU
 //
-// One process per GPU, each a rank (common/dist.h, as in lesson 12) and a stage: stage s
+// One process per GPU, each a rank (common/dist/dist.h, as in lesson 12) and a stage: stage s
 // of p holds a contiguous range of the layers. Each batch of --batch samples is cut into
 // --micro-batches M micro-batches. The first stage copies a micro-batch's features in and
 // runs its layers; the activation it produces goes to the next stage (ncclSend, ncclRecv),

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 263363417)
+// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 1701525436)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // pipeline.h: lesson 13's types, and what its files call in one another (the overview is
 // in main.cu). stages.cu: the stages, the schedules, the activation slots; links.cu: the
@@ -12,25 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"     // defines: arg_spec, arg_int, arg_choice, arg_flag, args_parse, usage_error
-#include "common/check.h"    // defines: CUDA_CHECK, CUBLAS_CHECK
-#include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          dist_event_wait, NCCL_CHECK, dist_split_ready, dist_close, dist_fail,
-                             //          dist_fault_inject, dist_allgather, dist_finish, dist_option_specs,
-                             //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_fault_check,
-                             //          dist_fault_options
-#include "common/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_finish,
-                             //          harness_rank_outputs
-#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
-#include "common/kernels.h"  // defines: launch_spin
-#include "common/memory.h"   // defines: device_alloc, device_free, pinned_alloc, pinned_free, host_calloc,
-                             //          device_bytes_in_use, host_alloc
-#include "common/timing.h"   // defines: host_now_ms, stats_of, parts_ms
-#include "common/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
-#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_take_loss, test_delay, event_pending, HOST_SYNC,
-                             //          SLOT_WAIT, mlp_forward_layer, mlp_loss, mlp_backward_layer, mlp_update,
-                             //          dataset_prepare_shard, fnv1a, FNV1A_START, MLP_MAX_LAYERS, mlp_shape_init
+#include "common/base/args.h"      // defines: arg_spec, arg_int, arg_choice, arg_flag, args_parse, usage_error
+#include "common/base/check.h"     // defines: CUDA_CHECK, CUBLAS_CHECK
+#include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
+                                   //          dist_event_wait, NCCL_CHECK, dist_split_ready, dist_close, dist_fail,
+                                   //          dist_fault_inject, dist_allgather, dist_finish, dist_option_specs,
+                                   //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_fault_check,
+                                   //          dist_fault_options
+#include "common/train/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_finish,
+                                   //          harness_rank_outputs
+#include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool
+#include "common/gpu/kernels.h"    // defines: launch_spin
+#include "common/gpu/memory.h"     // defines: device_alloc, device_free, pinned_alloc, pinned_free, host_calloc,
+                                   //          device_bytes_in_use, host_alloc
+#include "common/base/timing.h"    // defines: host_now_ms, stats_of, parts_ms
+#include "common/trace/trace.h"    // defines: trace_begin, trace_end, trace_name_stream
+#include "common/train/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                                   //          trainer_init, trainer_take_loss, test_delay, event_pending, HOST_SYNC,
+                                   //          SLOT_WAIT, mlp_forward_layer, mlp_loss, mlp_backward_layer, mlp_update,
+                                   //          dataset_prepare_shard, fnv1a, FNV1A_START, MLP_MAX_LAYERS, mlp_shape_init
 
 #define HOST_SLOTS 2  // pinned batches, each cut into M micro-batch regions (lesson 08's two slots)
 // batch i's step event and partial losses live in slot i % 3: the host waits for batch i-2 at

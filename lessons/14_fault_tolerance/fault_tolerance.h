@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 1889843241)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 2890389415)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -13,26 +13,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/args.h"     // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error, arg_double
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/ckpt.h"     // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_complete,
-                             //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS,
-                             //          ckpt_folder, CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune,
-                             //          ckpt_run_differs, ckpt_run_init
-#include "common/dist.h"     // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
-                             //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
-                             //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_option_specs,
-                             //          dist_gather_begin, dist_gather_end
-#include "common/flight.h"   // defines: flight_entry, flight_ring, flight_op, flight_write, flight_describe,
-                             //          FLIGHT_MAX_SLOTS
-#include "common/harness.h"  // defines: harness_finish, harness_rank_outputs
-#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool, json_hex
-#include "common/memory.h"   // defines: pinned_alloc, pinned_free, host_calloc
-#include "common/timing.h"   // defines: host_now_ms
-#include "common/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_take_loss, test_delay,
-                             //          event_pending, HOST_SYNC, SLOT_WAIT,
-                             //          mlp_shape_init, fnv1a, FNV1A_START, trace_begin, trace_end, train_option_specs,
-                             //          train_options_default
+#include "common/base/args.h"        // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error,
+                                     //          arg_double
+#include "common/base/check.h"       // defines: CUDA_CHECK
+#include "common/recovery/ckpt.h"    // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_complete,
+                                     //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS,
+                                     //          ckpt_folder, CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune,
+                                     //          ckpt_run_differs, ckpt_run_init
+#include "common/dist/dist.h"        // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
+                                     //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
+                                     //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_option_specs,
+                                     //          dist_gather_begin, dist_gather_end
+#include "common/recovery/flight.h"  // defines: flight_entry, flight_ring, flight_op, flight_write, flight_describe,
+                                     //          FLIGHT_MAX_SLOTS
+#include "common/train/harness.h"    // defines: harness_finish, harness_rank_outputs
+#include "common/base/json.h"        // defines: json_int, json_num, json_str, json_bool, json_hex
+#include "common/gpu/memory.h"       // defines: pinned_alloc, pinned_free, host_calloc
+#include "common/base/timing.h"      // defines: host_now_ms
+#include "common/train/trainer.h"    // defines: trainer, train_options, trainer_init, trainer_take_loss, test_delay,
+                                     //          event_pending, HOST_SYNC, SLOT_WAIT, mlp_shape_init, fnv1a,
+                                     //          FNV1A_START, trace_begin, trace_end, train_option_specs,
+                                     //          train_options_default
 
 // lesson 12's library (its solution, linked: the Makefile's STANDS_ON): its step (ddp.h: DDP_MAX_BUCKETS,
 // ddp_average_losses, ddp_checksums_agree, ddp_checksums_of, ddp_prepare_shard, ddp_setup, ddp_step,

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 1382756916)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 164200528)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // graph_dp.h: lesson 15's types, and what its files call in one another (the overview
 // is in main.cu). graphs.cu: the warm-up, and the exercises (the capture around the all-reduces,
@@ -10,18 +10,18 @@
 #ifndef GRAPH_DP_H
 #define GRAPH_DP_H
 
-#include "common/args.h"     // defines: arg_choice, arg_flag, args_parse, usage_error
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/dist.h"     // defines: dist_init, dist_select_device, NCCL_CHECK, dist_fault_inject, dist_describe,
-                             //          dist_describe_json, dist_abort, dist_wait_issued, DIST_HOW_TO_RUN
-#include "common/graphs.h"   // defines: graph_census, graph_census_of
-#include "common/harness.h"  // defines: harness_run_with, harness_finish, harness_rank_outputs
-#include "common/json.h"     // defines: json_int, json_num, json_str, json_bool
-#include "common/memory.h"   // defines: host_calloc
-#include "common/timing.h"   // defines: host_now_ms
-#include "common/trace.h"    // defines: trace_begin, trace_end
-#include "common/trainer.h"  // defines: trainer_init, train_options_default, train_option_specs, trainer_forward,
-                             //          trainer_loss_slot, mlp_model_use_workspace
+#include "common/base/args.h"   // defines: arg_choice, arg_flag, args_parse, usage_error
+#include "common/base/check.h"  // defines: CUDA_CHECK
+#include "common/dist/dist.h"   // defines: dist_init, dist_select_device, NCCL_CHECK, dist_fault_inject, dist_describe,
+                                //          dist_describe_json, dist_abort, dist_wait_issued, DIST_HOW_TO_RUN
+#include "common/gpu/graphs.h"  // defines: graph_census, graph_census_of
+#include "common/train/harness.h"  // defines: harness_run_with, harness_finish, harness_rank_outputs
+#include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool
+#include "common/gpu/memory.h"     // defines: host_calloc
+#include "common/base/timing.h"    // defines: host_now_ms
+#include "common/trace/trace.h"    // defines: trace_begin, trace_end
+#include "common/train/trainer.h"  // defines: trainer_init, train_options_default, train_option_specs, trainer_forward,
+                                   //          trainer_loss_slot, mlp_model_use_workspace
 // lesson 12's library: its types and functions (options.cu, meet.cu, stop.cu, buckets.cu, train.cu,
 // report.cu), its step (ddp.h: ddp_teardown, ddp_step, ddp_average_losses, ddp_plan_text) and
 // lesson 08's loss ring (loss_ring_interval)

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graphs.cu, made by `make lessons` (checksum 3701532069)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graphs.cu, made by `make lessons` (checksum 1504001104)
 // Fill in its 3 TODOs.
 // graphs.cu (lesson 15): lesson 12's data-parallel step, its all-reduces included, captured once
 // per ring position into a CUDA graph and replayed with one launch per batch. The exercises: the
@@ -118,7 +118,7 @@ void capture_graphs(graph_dp *g, trainer *t)
     trace_range phase = trace_begin(TL_RANGE_PHASE, "capture", -1);
     double t0 = host_now_ms();
     // --capture-workspace library: both handles on cuBLAS's default pool, as in a program that never
-    // set a workspace (the course's model sets its own: common/model.cu), for the captures alone
+    // set a workspace (the course's model sets its own: common/model/model.cu), for the captures alone
     if (g->library_workspace) mlp_model_use_workspace(&t->model, 0, t->compute_stream);
     for (int k = 0; k < GRAPH_RING; k++) {
         capture_graph(g, t, k);

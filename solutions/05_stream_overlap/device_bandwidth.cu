@@ -4,11 +4,11 @@
 #include <stdlib.h>  // free
 #include <string.h>  // memcpy, memset
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/device.h"  // defines: device_info, device_report
-#include "common/memory.h"  // defines: host_alloc
-#include "common/timing.h"  // defines: stats, time_gpu_work
-#include "overlap.h"        // defines: workload, options, report, report_*, both_copies
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/device.h"   // defines: device_info, device_report
+#include "common/gpu/memory.h"   // defines: host_alloc
+#include "common/base/timing.h"  // defines: stats, time_gpu_work
+#include "overlap.h"             // defines: workload, options, report, report_*, both_copies
 
 // ----------------------------------------------------------------------------
 // Part 1: the device.

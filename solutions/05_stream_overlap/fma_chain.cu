@@ -8,8 +8,8 @@
 // exactly: the sequential run is checked against it.
 #include <math.h>  // fmaf
 
-#include "common/check.h"  // defines: CUDA_CHECK
-#include "overlap.h"       // declares: launch_fma_chain, fma_chain_host
+#include "common/base/check.h"  // defines: CUDA_CHECK
+#include "overlap.h"            // declares: launch_fma_chain, fma_chain_host
 
 #define FMA_CHAIN_A 0.9999f
 #define FMA_CHAIN_B 0.0001f

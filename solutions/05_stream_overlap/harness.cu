@@ -2,11 +2,11 @@
 // teaches: the parts hand their work over as gpu_work_fn's and read the result.
 #include <stdlib.h>  // free
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/memory.h"  // defines: host_alloc
-#include "common/timing.h"  // defines: stats, stats_of, time_gpu_work
-#include "common/trace.h"   // defines: trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"        // defines: variant, workload, options, poison, compare_bits
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/memory.h"   // defines: host_alloc
+#include "common/base/timing.h"  // defines: stats, stats_of, time_gpu_work
+#include "common/trace/trace.h"  // defines: trace_begin, trace_end, TL_RANGE_PHASE
+#include "overlap.h"             // defines: variant, workload, options, poison, compare_bits
 
 // Times n variants round-robin, one repetition of each per round: a slow moment
 // of the machine (its PCIe link can be shared) then touches all of them alike,

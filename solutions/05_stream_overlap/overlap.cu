@@ -5,11 +5,11 @@
 // shortest time any schedule of these chunks could take (the bound).
 #include <stdio.h>  // fprintf
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/device.h"  // defines: device_info
-#include "common/timing.h"  // defines: stats
-#include "overlap.h"        // defines: workload, variant, report, stage_times,
-                            //          launch_fma_chain, the stages, time_round_robin
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/device.h"   // defines: device_info
+#include "common/base/timing.h"  // defines: stats
+#include "overlap.h"             // defines: workload, variant, report, stage_times, launch_fma_chain, the stages,
+                                 //          time_round_robin
 
 static size_t chunk_begin(const workload *w, int c) { return (size_t)w->n * c / w->chunks; }
 static int chunk_len(const workload *w, int c) { return (int)(chunk_begin(w, c + 1) - chunk_begin(w, c)); }
@@ -64,10 +64,10 @@ static void run_overlapped_by_stage(void *arg)
 
 // ----------------------------------------------------------------------------
 // The copies as the overlapped runs issue them, without the kernels: chunk by
-// chunk, one direction alone or both at once. The overlapped runs once beat a bound
-// that took the copies whole (by 8% on an H100): copies in chunks may move at
-// another rate. So the bound takes each direction, and both at once, at the
-// fastest rate measured, whole or in chunks: a lower bound on time must.
+// chunk, one direction alone or both at once. Copies in chunks may move at another
+// rate than whole ones, so the bound takes each direction, and both at once, at the
+// fastest rate measured, whole or in chunks: a lower bound on time must (a bound of
+// whole copies alone was beaten by 8% on an H100: notes/05).
 
 static void copy_chunks(workload *w, cudaMemcpyKind kind, cudaStream_t s)
 {

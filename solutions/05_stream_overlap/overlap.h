@@ -8,9 +8,9 @@
 
 #include <cuda_runtime.h>  // cudaStream_t
 
-#include "common/device.h"  // defines: device_info
-#include "common/json.h"    // defines: json_writer, json_num, json_int, json_bool, json_str
-#include "common/timing.h"  // defines: stats, gpu_work_fn
+#include "common/gpu/device.h"   // defines: device_info
+#include "common/base/json.h"    // defines: json_writer, json_num, json_int, json_bool, json_str
+#include "common/base/timing.h"  // defines: stats, gpu_work_fn
 
 #define PROG "05_stream_overlap"
 #define MAX_STREAMS 32

@@ -10,11 +10,11 @@
 // the output stays bit-identical; with one missing, it differs every time.
 #include <stdio.h>  // fprintf
 
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/kernels.h"  // defines: launch_spin
-#include "common/trace.h"    // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"         // defines: workload, variant, report, delay_point,
-                             //          launch_fma_chain, the stages, time_round_robin
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/kernels.h"  // defines: launch_spin
+#include "common/trace/trace.h"  // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
+#include "overlap.h"             // defines: workload, variant, report, delay_point, launch_fma_chain, the stages,
+                                 //          time_round_robin
 
 typedef struct {
     workload *w;

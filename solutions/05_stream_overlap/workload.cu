@@ -4,10 +4,10 @@
 #include <stdlib.h>  // free
 #include <string.h>  // memcpy, memcmp, memset
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/memory.h"  // defines: host_calloc
-#include "common/trace.h"   // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
-#include "overlap.h"        // defines: workload, options, report, launch_fma_chain
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/memory.h"   // defines: host_calloc
+#include "common/trace/trace.h"  // defines: trace_name_stream, trace_begin, trace_end, TL_RANGE_PHASE
+#include "overlap.h"             // defines: workload, options, report, launch_fma_chain
 
 #define POISON_BYTE 0xFF  // every float byte 0xFF is a NaN: an unwritten element cannot pass
 

@@ -10,12 +10,12 @@
 // it every 10 batches, as the seeds read it back.
 // While the host prepares a batch the GPU has nothing to do, and while the GPU
 // trains the host waits: step time = prep + copy + GPU. Lessons 07-10 remove that.
-#include "common/args.h"     // defines: arg_spec, args_parse
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/harness.h"  // defines: harness_run_loop, harness_finish
-#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_prepare, trainer_step, trainer_loss_slot,
-                             //          trainer_take_loss, test_delay, HOST_SYNC
+#include "common/base/args.h"      // defines: arg_spec, args_parse
+#include "common/base/check.h"     // defines: CUDA_CHECK
+#include "common/train/harness.h"  // defines: harness_run_loop, harness_finish
+#include "common/train/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                                   //          trainer_init, trainer_prepare, trainer_step, trainer_loss_slot,
+                                   //          trainer_take_loss, test_delay, HOST_SYNC
 
 static const char *PROG = "06_per_batch_sync";
 

@@ -4,9 +4,9 @@
 
 #include <stdlib.h>
 
-#include "common/check.h"    // defines: CUDA_CHECK, EXERCISE_HELPER
-#include "common/memory.h"   // defines: host_calloc
-#include "common/trainer.h"  // defines: trainer_loss_slot, trainer_take_loss, event_pending, HOST_SYNC, SLOT_WAIT
+#include "common/base/check.h"     // defines: CUDA_CHECK, EXERCISE_HELPER
+#include "common/gpu/memory.h"     // defines: host_calloc
+#include "common/train/trainer.h"  // defines: trainer_loss_slot, trainer_take_loss, event_pending, HOST_SYNC, SLOT_WAIT
 
 void loss_ring_create(loss_ring *r, const trainer *t, unsigned event_flags)
 {

@@ -14,7 +14,7 @@
 
 #include <cuda_runtime.h>
 
-#include "common/trainer.h"  // defines: trainer, event_wait_fn
+#include "common/train/trainer.h"  // defines: trainer, event_wait_fn
 
 #ifdef __cplusplus
 extern "C" {

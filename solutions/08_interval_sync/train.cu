@@ -18,13 +18,13 @@
 // to measure what the GPU loses when its queue runs empty once per interval.
 // Step time becomes max(prep, GPU) instead of prep + GPU.
 
-#include "common/args.h"     // defines: arg_spec, arg_int, args_parse
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/harness.h"  // defines: train_variant, harness_run, harness_finish
-#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_prepare, trainer_step, test_delay, event_pending,
-                             //          SLOT_WAIT, json_int
-#include "loss_ring.h"       // the loss ring (exercise 08-interval)
+#include "common/base/args.h"      // defines: arg_spec, arg_int, args_parse
+#include "common/base/check.h"     // defines: CUDA_CHECK
+#include "common/train/harness.h"  // defines: train_variant, harness_run, harness_finish
+#include "common/train/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                                   //          trainer_init, trainer_prepare, trainer_step, test_delay, event_pending,
+                                   //          SLOT_WAIT, json_int
+#include "loss_ring.h"             // the loss ring (exercise 08-interval)
 
 static const char *PROG = "08_interval_sync";
 

@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "common/check.h"    // defines: CUDA_CHECK, check_message, EXERCISE_HELPER
-#include "common/memory.h"   // defines: host_calloc
-#include "common/trainer.h"  // defines: trainer, trainer_prepare, host_wait_begin, host_wait_end, trace_begin,
-                             //          trace_end, trace_name_thread
-#include "loaders.h"         // the pool, its slots and loaders; lesson 08's loss_ring_create, loss_ring_destroy
+#include "common/base/check.h"     // defines: CUDA_CHECK, check_message, EXERCISE_HELPER
+#include "common/gpu/memory.h"     // defines: host_calloc
+#include "common/train/trainer.h"  // defines: trainer, trainer_prepare, host_wait_begin, host_wait_end, trace_begin,
+                                   //          trace_end, trace_name_thread
+#include "loaders.h"               // the pool, its slots and loaders; lesson 08's loss_ring_create, loss_ring_destroy
 
 // ----------------------------------------------------------------------------
 // the ring of pinned slots (every function here is called with p->lock held)

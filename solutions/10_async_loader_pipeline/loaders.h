@@ -6,7 +6,7 @@
 #include <pthread.h>
 
 #include "08_interval_sync/loss_ring.h"  // defines: loss_ring
-#include "common/trainer.h"              // defines: trainer
+#include "common/train/trainer.h"        // defines: trainer
 
 #define DEVICE_SLOTS 2
 #define MAX_WORKERS 64

@@ -26,14 +26,14 @@
 // (the training loop, main).
 #include <stdio.h>
 
-#include "common/args.h"     // defines: arg_spec, arg_int, args_parse
-#include "common/check.h"    // defines: CUDA_CHECK
-#include "common/harness.h"  // defines: harness_run_loop, harness_finish
-#include "common/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
-                             //          trainer_init, trainer_step, test_delay, json_int
-#include "loaders.h"         // defines: loader_pool, host_slot, start_loaders, stop_loaders, wait_for_batch,
-                             //          hand_back_slot, create_pool, destroy_pool; lesson 08's loss_ring_queue,
-                             //          loss_ring_interval
+#include "common/base/args.h"      // defines: arg_spec, arg_int, args_parse
+#include "common/base/check.h"     // defines: CUDA_CHECK
+#include "common/train/harness.h"  // defines: harness_run_loop, harness_finish
+#include "common/train/trainer.h"  // defines: trainer, train_options, train_options_default, train_option_specs,
+                                   //          trainer_init, trainer_step, test_delay, json_int
+#include "loaders.h"               // defines: loader_pool, host_slot, start_loaders, stop_loaders, wait_for_batch,
+                                   //          hand_back_slot, create_pool, destroy_pool; lesson 08's loss_ring_queue,
+                                   //          loss_ring_interval
 
 static const char *PROG = "10_async_loader_pipeline";
 

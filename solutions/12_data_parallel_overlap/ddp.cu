@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/check.h"   // defines: CUDA_CHECK
-#include "common/memory.h"  // defines: device_alloc, pinned_alloc, device_free, pinned_free
-#include "common/timing.h"  // defines: host_now_ms
-#include "common/trace.h"   // defines: trace_begin, trace_end, trace_name_stream
+#include "common/base/check.h"   // defines: CUDA_CHECK
+#include "common/gpu/memory.h"   // defines: device_alloc, pinned_alloc, device_free, pinned_free
+#include "common/base/timing.h"  // defines: host_now_ms
+#include "common/trace/trace.h"  // defines: trace_begin, trace_end, trace_name_stream
 
 // The plan, checked: every other part of the step trusts it.
 static void check_plan(const trainer *t, const data_parallel *dp)

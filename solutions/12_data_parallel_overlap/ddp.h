@@ -23,8 +23,8 @@
 #include <nccl.h>
 
 #include "08_interval_sync/loss_ring.h"  // defines: loss_ring
-#include "common/dist.h"                 // defines: dist_env, dist_fault
-#include "common/trainer.h"              // defines: trainer, event_wait_fn, HOST_SYNC, trainer_forward, mlp_loss,
+#include "common/dist/dist.h"            // defines: dist_env, dist_fault
+#include "common/train/trainer.h"        // defines: trainer, event_wait_fn, HOST_SYNC, trainer_forward, mlp_loss,
                                          //          mlp_backward_error, mlp_backward_weights, mlp_weights_checksum,
                                          //          batch_targets, dataset_prepare_shard
 

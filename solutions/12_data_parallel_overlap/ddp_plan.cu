@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/harness.h"  // defines: harness_loss_checksum
+#include "common/train/harness.h"  // defines: harness_loss_checksum
 
 int ddp_plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_t size)
 {

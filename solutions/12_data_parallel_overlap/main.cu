@@ -7,7 +7,7 @@
 //        tools/launch -n 4 --simulate-nodes build/solutions/12_data_parallel_overlap   four ranks on one GPU
 //            (each a node of its own, over loopback sockets: every check holds, no timing is performance)
 //
-// One process per GPU, each a rank (common/dist.h: the launcher's environment, the
+// One process per GPU, each a rank (common/dist/dist.h: the launcher's environment, the
 // rendezvous, the communicator). Every rank holds the whole model. Batch i of --batch
 // samples is cut into one shard per rank: rank r trains on samples [r*B/N, (r+1)*B/N).
 // Before the update the ranks sum their gradients with ncclAllReduce (ncclSum) and

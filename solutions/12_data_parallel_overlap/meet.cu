@@ -6,7 +6,7 @@
 //
 // The communicator is non-blocking: each NCCL call returns at once, and the rank polls until
 // NCCL is done. A blocking call could wait forever on a rank that died; a polled one gives up
-// when another rank leaves a failure note, or when --timeout-s passes (common/dist.h).
+// when another rank leaves a failure note, or when --timeout-s passes (common/dist/dist.h).
 #include <string.h>
 
 #include "data_parallel.h"  // the lesson's types, and through it the course's headers

@@ -8,7 +8,7 @@
 // then destroy it. The rank holds two: the parent (meet.cu) and the gradients' (split from it),
 // both in d->comms, the parent first.
 //
-// common/dist.h does the same for every NCCL call (NCCL_CHECK polls a call that answers
+// common/dist/dist.h does the same for every NCCL call (NCCL_CHECK polls a call that answers
 // ncclInProgress, a watchdog thread watches one that blocks) and for the lessons after this one.
 #include <sched.h>  // sched_yield
 #include <stdarg.h>

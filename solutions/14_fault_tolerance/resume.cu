@@ -1,6 +1,6 @@
 // resume.cu (lesson 14): where a run starts. Before the GPU is touched, each rank lists the newest
 // complete checkpoints under --checkpoint-dir (a torn or corrupt one is said and passed over for
-// the one before it); a checkpoint of another run (any field of common/ckpt.h's ckpt_run: rank
+// the one before it); a checkpoint of another run (any field of common/recovery/ckpt.h's ckpt_run: rank
 // count, shape, seed, --batch, --lr, ...), or one at or past the run's last batch, is refused with
 // one line and exit code 2. Once connected, the ranks agree with one small all-gather on the newest
 // checkpoint every rank holds (a rank that cannot read a manifest, or sees another folder, would

@@ -124,7 +124,7 @@ void capture_graphs(graph_dp *g, trainer *t)
     trace_range phase = trace_begin(TL_RANGE_PHASE, "capture", -1);
     double t0 = host_now_ms();
     // --capture-workspace library: both handles on cuBLAS's default pool, as in a program that never
-    // set a workspace (the course's model sets its own: common/model.cu), for the captures alone
+    // set a workspace (the course's model sets its own: common/model/model.cu), for the captures alone
     if (g->library_workspace) mlp_model_use_workspace(&t->model, 0, t->compute_stream);
     for (int k = 0; k < GRAPH_RING; k++) {
         capture_graph(g, t, k);
