@@ -73,7 +73,7 @@ region() {
     assert_equal "$status" 1
     [[ "$stderr" =~ 05-kernel-wait$'\t'lessons/06_per_batch_sync/train\.cu: ]] || fail "06's copy of 05's answer: $stderr"
     [[ "$stderr" =~ 06-copy-sync$'\t'notes/05_stream_overlap\.md: ]] || fail "06's answer in a note: $stderr"
-    [[ "$stderr" =~ 07-copy-event$'\t'common/memory\.c: ]] || fail "07's answer in common/: $stderr"
+    [[ "$stderr" =~ 07-copy-event$'\t'common/gpu/memory\.c: ]] || fail "07's answer in common/: $stderr"
     [ ! -e "$BATS_TEST_TMPDIR/out/course-05-07.tar.gz" ] || fail "released anyway"
     # a handout without the lesson whose answer it is: nothing to hide there
     run "$c/tools/make-handout" --sources-only --lessons 06-06 --out "$BATS_TEST_TMPDIR/out"
@@ -88,7 +88,7 @@ region() {
     } >>"$c/common/base/own_file.c"
     run --separate-stderr "$c/tools/make-handout" --sources-only --lessons 14-14 --out "$BATS_TEST_TMPDIR/out"
     assert_equal "$status" 1
-    [[ "$stderr" =~ 14-atomic$'\t'common/own_file\.c:[0-9]+\ \(a\ near\ copy ]] || fail "the near copy: $stderr"
+    [[ "$stderr" =~ 14-atomic$'\t'common/base/own_file\.c:[0-9]+\ \(a\ near\ copy ]] || fail "the near copy: $stderr"
     [ "$(grep -c $'^  14-atomic\t' <<<"$stderr")" -eq 1 ] || fail "found elsewhere too: $stderr"
 }
 
