@@ -661,6 +661,13 @@ fake_build() {
     # the heaviest first: lesson 13 (the most checks of ranks) before 07 (the fewest checks)
     order=" ${lines[1]##*: } " before13=${order%% 13 *} before07=${order%% 07 *}
     [ ${#before13} -lt ${#before07} ] || fail "13 does not start before 07: $order"
+    # beside the suite (tools/gpu-check): the checks of speed later, on their own
+    run --separate-stderr env -u CUDA_VISIBLE_DEVICES DEV_CHECK_LANES_SPEED=later "$ROOT/tools/dev-check" --lanes --plan \
+        --build "$b"
+    assert_line --index 2 "lanes: the checks of speed of ${speed% } later, with every GPU visible (DEV_CHECK_LANES_SPEED=later)"
+    run --separate-stderr env DEV_CHECK_LANES_SPEED=soon "$ROOT/tools/dev-check" --lanes --plan --build "$b"
+    assert_equal "$status" 2
+    [[ "$stderr" == "dev-check: DEV_CHECK_LANES_SPEED must be now, later or only (try --help)" ]] || fail "$stderr"
     # two GPUs of those CUDA_VISIBLE_DEVICES names: a lane each, named as the user named them
     fake_build "$b" 2
     run --separate-stderr env CUDA_VISIBLE_DEVICES=3,5 "$ROOT/tools/dev-check" --lanes --plan --build "$b"
@@ -767,6 +774,22 @@ stored_lanes() {
     run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
     assert_success
     assert_equal "${lines[-1]}" "gpu-check: passed (800 s)"
+    # several GPUs: the parts side by side, then the checks of speed; the time on the clock, not the sum
+    echo "suite dev-check handouts speed" >"$g/parts"
+    echo 520 >"$g/seconds"
+    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
+    assert_equal "$status" 1
+    assert_line --index 5 "  speed: not run"
+    assert_equal "${lines[-1]}" "gpu-check: 1 of 4 parts failed: speed (520 s)"
+    printf 'speed\t90\t0\n' >>"$g/times.tsv"
+    printf '1..1\nok 1 12 two GPUs, speed: y in 9ms # skip a check of speed: it needs 2\n' >"$g/speed.tap"
+    printf 'run-tests: x\n4 passed, 0 failed, 1 skipped\nlanes: y\ndev-check: passed (lanes: unsolved mutants)\n' \
+        >"$g/speed.txt"
+    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
+    assert_success
+    assert_line --index 4 "  speed: the suite's 4 passed, 0 failed, 1 skipped; the lanes' passed (lanes: unsolved mutants) (90 s)"
+    assert_line --index 6 "  speed skipped: 12 two GPUs, speed: y: a check of speed: it needs 2"
+    assert_equal "${lines[-1]}" "gpu-check: passed (520 s)"
 }
 
 # The options of the scripts of tools/ that take a value: a tool's name, then its options (two names
