@@ -83,7 +83,7 @@ course_ranks() {
 @test "12 builds, and --help lists its options, one default each inside its range, and how to run ranks on one GPU" {
     need_nccl
     check_help "$P"
-    for option in --overlap --bucket-mib --rendezvous --timeout-s --fail-rank --fail-at-batch --fail-how --delay-on --trace --json; do
+    for option in --overlap --bucket-mib --rendezvous --timeout-s --fault --fault-rank --fault-at-batch --delay-on --trace --json; do
         assert_output --partial -- "$option"
     done
     assert_output --partial "tools/launch -n 2 --simulate-nodes"
@@ -95,9 +95,9 @@ course_ranks() {
     check_rejects "$P" overlap abc 1 both
     check_rejects "$P" bucket-mib abc 0 -1 4097 nan
     check_rejects "$P" timeout-s abc 0 3601
-    check_rejects "$P" fail-rank abc -2 65536
-    check_rejects "$P" fail-at-batch abc -2
-    check_rejects "$P" fail-how abc 1 both
+    check_rejects "$P" fault-rank abc -2 65536
+    check_rejects "$P" fault-at-batch abc -2
+    check_rejects "$P" fault abc 1 both kill
     check_rejects "$P" rendezvous /nonexistent-folder
 }
 
@@ -121,10 +121,11 @@ course_ranks() {
     [[ "$stderr" == *"RENDEZVOUS_DIR"* ]] || fail "missing folder: $stderr"
     check RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --batch 63
     [[ "$stderr" == *"--batch 63"* ]] || fail "uneven shard: $stderr"
-    check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fail-rank 2 --fail-at-batch 3
-    [[ "$stderr" == *"--fail-rank 2"* ]] || fail "fail-rank: $stderr"
-    check X=1 "$BIN/$P" $SMALL --fail-rank 0
-    check X=1 "$BIN/$P" $SMALL --fail-rank 0 --fail-at-batch $NB
+    check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fault error --fault-rank 2 --fault-at-batch 3
+    [[ "$stderr" == *"--fault-rank 2"* ]] || fail "fault-rank: $stderr"
+    check X=1 "$BIN/$P" $SMALL --fault-rank 0 --fault-at-batch 3
+    check X=1 "$BIN/$P" $SMALL --fault hang
+    check X=1 "$BIN/$P" $SMALL --fault error --fault-rank 0 --fault-at-batch $NB
     # the messages name the rank that wrote them
     check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --batch 63
     [[ "$stderr" == "$P rank 1: "* ]] || fail "the message does not name the rank: $stderr"

@@ -44,8 +44,8 @@ ratio() {
 @test "15 builds, and --help lists its options, one default each inside its range, and how to run ranks on one GPU" {
     need_nccl
     check_help "$P"
-    for option in --bucket-mib --ready-after --eager --no-warm-up --compare-priority --break-rule --rendezvous --timeout-s --fail-rank \
-        --fail-at-batch --fail-how --delay-on --trace --json --capture-workspace --no-upload; do
+    for option in --bucket-mib --ready-after --eager --no-warm-up --compare-priority --break-rule --rendezvous --timeout-s --fault \
+        --fault-rank --fault-at-batch --delay-on --trace --json --capture-workspace --no-upload; do
         assert_output --partial -- "$option"
     done
     assert_output --partial "tools/launch -n 2 --simulate-nodes"
@@ -58,7 +58,8 @@ ratio() {
     check_rejects "$P" bucket-mib abc 0 -1 4097 nan
     check_rejects "$P" ready-after abc 1
     check_rejects "$P" timeout-s abc 0 3601
-    check_rejects "$P" fail-rank abc -2 65536
+    check_rejects "$P" fault-rank abc -2 65536
+    check_rejects "$P" fault abc 1 both kill
     check_rejects "$P" capture-workspace abc 1 both none
     # --eager captures nothing: the options about graphs are refused beside it
     for extra in --no-warm-up --compare-priority "--capture-workspace library" --no-upload; do

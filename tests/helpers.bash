@@ -386,7 +386,7 @@ run_ranks() {
 }
 
 # assert_stops_by_note PROGRAM RANKS ARGS...: for each rank failing in turn (the last, then
-# the first), --fail-how error at batch 5: every rank stops by itself well under --timeout-s
+# the first), --fault error at batch 5: every rank stops by itself well under --timeout-s
 # (30 s here), the failed one says so, every other one names it. Returns the seconds taken.
 assert_stops_by_note() {
     local program=$1 n=$2
@@ -396,7 +396,7 @@ assert_stops_by_note() {
         # a grace period longer than the check allows: the ranks must stop by themselves
         # shellcheck disable=SC2046
         run --separate-stderr "$ROOT/tests/timed" 90 "$LAUNCH" $(launch_options "$n") --grace-s 60 "$BIN/$program" \
-            "$@" --fail-rank "$failing" --fail-at-batch 5 --timeout-s 30
+            "$@" --fault error --fault-rank "$failing" --fault-at-batch 5 --timeout-s 30
         assert_equal "$status" 1
         assert_num "$SECONDS" "<" 15 "seconds until every rank had stopped (rank $failing failing, by its note)"
         [[ "$stderr" == *"$program rank $failing: stopping at batch 5"* ]] || fail "rank $failing's line: $stderr"
@@ -418,7 +418,7 @@ assert_stops_by_timeout() {
     SECONDS=0
     # shellcheck disable=SC2046
     run --separate-stderr "$ROOT/tests/timed" 90 "$LAUNCH" $(launch_options "$n") --grace-s 60 "$BIN/$program" "$@" \
-        --fail-rank $((n - 1)) --fail-at-batch 5 --fail-how hang --timeout-s 8
+        --fault hang --fault-rank $((n - 1)) --fault-at-batch 5 --timeout-s 8
     assert_equal "$status" 1
     assert_num "$SECONDS" ">=" 8 "seconds until every rank had stopped (the time limit is 8 s)"
     assert_num "$SECONDS" "<" 30 "seconds until every rank had stopped (the time limit is 8 s)"

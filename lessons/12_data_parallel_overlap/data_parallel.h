@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 592202483)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 2425415839)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). meet.cu: how the ranks meet; stop.cu: how they stop, all of them when one
@@ -56,7 +56,7 @@ typedef struct {
 } sm_sharing;
 
 // The step's options, lesson 12's and 15's (options.cu): --bucket-mib, --ready-after, --comm-ctas,
-// --comm-policy, --gemm-sms, the bootstrap's --rendezvous and --timeout-s, the test faults --fail-*.
+// --comm-policy, --gemm-sms, the bootstrap's --rendezvous and --timeout-s, the test faults --fault-*.
 typedef struct {
     double bucket_mib;
     int ready_after;     // ready_point

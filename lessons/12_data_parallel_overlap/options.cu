@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/options.cu, made by `make lessons` (checksum 648918741)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/options.cu, made by `make lessons` (checksum 484261955)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // options.cu (lesson 12): the data-parallel step's options and setup, in lesson 12's library: lesson
 // 15 takes them as 12 does (they are read in data_parallel.h, dp_options).
@@ -24,7 +24,7 @@ void dp_option_specs(dp_options *o, arg_spec *specs, int *n)
     specs[(*n)++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
                             "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
     dist_option_specs(&o->dist, specs, n);
-    dist_fault_options(&o->fault, specs, n);
+    dist_fault_options(&o->fault, DIST_FAULT_WORDS, DIST_FAULT_HELP, specs, n);
 }
 
 void dp_options_check(dist_env *d, const dp_options *o, const train_options *train)

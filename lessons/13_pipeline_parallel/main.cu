@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 707551795)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 3252902554)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -221,7 +221,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
     specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
                          "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
     dist_option_specs(&o->dist, specs, &n);
-    dist_fault_options(&pp->fault, specs, &n);
+    dist_fault_options(&pp->fault, DIST_FAULT_WORDS, DIST_FAULT_HELP, specs, &n);
     const char *summary =
         "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n" DIST_HOW_TO_RUN(
             "stages");

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 2890389415)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 161845865)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -77,7 +77,8 @@ typedef struct {
     int ckpt_every;         // --checkpoint-every
     int fingerprint_every;  // --fingerprint-every: 0 never
     int ring_slots;         // --ring-slots
-    fault_plan fault;       // --fault, --fault-rank, --fault-at-batch
+    dist_fault fault;       // --fault (fault_kind's words), --fault-rank, --fault-at-batch: dist.h's parser
+    int attempt;            // LAUNCH_ATTEMPT
 } options;
 
 // Every communication call of this rank, the last `slots` of them kept: what it was, and an

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1131587954)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 3138953595)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -69,13 +69,8 @@ static void check_options(const dist_env *d, const options *o)
     if (t->batch % d->world != 0)
         usage_error(n, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard", t->batch,
                     d->world);
-    const fault_plan *p = &o->fault;
-    if ((p->kind != FAULT_NONE) != (p->rank >= 0) || (p->rank >= 0) != (p->at_batch >= 0))
-        usage_error(n, "--fault, --fault-rank and --fault-at-batch go together: what, which rank, at which batch");
-    if (p->rank >= d->world)
-        usage_error(n, "--fault-rank %d: there are %d ranks (0 to %d)", p->rank, d->world, d->world - 1);
-    if (p->at_batch >= t->batches)
-        usage_error(n, "--fault-at-batch %d: the run has %d batches", p->at_batch, t->batches);
+    const dist_fault *p = &o->fault;
+    dist_fault_check(d, p, t->batches);
     int on_checkpoint = p->kind == FAULT_TORN || p->kind == FAULT_DISK_FULL;
     if (on_checkpoint && !o->ckpt_root)
         usage_error(n, "--fault torn and --fault disk-full break a checkpoint's write: give --checkpoint-dir");
@@ -113,8 +108,6 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
     o->bucket_mib = 25;
     o->ckpt_every = 10;
     o->ring_slots = RING_SLOTS;
-    o->fault.kind = FAULT_NONE;
-    o->fault.rank = o->fault.at_batch = -1;
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
     specs[n++] = arg_double("bucket-mib", &o->bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
@@ -126,12 +119,11 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
                          "every N batches the ranks compare their calls before they issue them; 0: never");
     specs[n++] = arg_int("ring-slots", &o->ring_slots, 16, FLIGHT_MAX_SLOTS, "K",
                          "the flight recorder keeps the last K calls");
-    specs[n++] = arg_choice("fault", &o->fault.kind, "none|kill|skip|order|torn|disk-full",
-                            "inject a fault, in a launch's first attempt only: SIGKILL with an all-reduce issued, skip "
-                            "one, buckets in the opposite order, die half way through a checkpoint, a full disk");
-    specs[n++] = arg_int("fault-rank", &o->fault.rank, -1, 65535, "R", "with --fault: the rank it strikes; -1: none");
-    specs[n++] = arg_int("fault-at-batch", &o->fault.at_batch, -1, 1000000, "N",
-                         "with --fault: at this batch (torn, disk-full: the checkpoint after it); -1: none");
+    dist_fault_options(&o->fault, "none|kill|skip|order|torn|disk-full",  // fault_kind's words, in its order
+                       "inject a fault, in a launch's first attempt only: SIGKILL with an all-reduce issued, skip "
+                       "one, buckets in the opposite order, die half way through a checkpoint (torn, disk-full: "
+                       "the checkpoint after --fault-at-batch), a full disk",
+                       specs, &n);
     const char *summary = "Train an MLP on every GPU as lesson 12 does, with a flight recorder, fingerprint checks, "
                           "checkpoints and restarts.\n" DIST_HOW_TO_RUN(
                               "ranks") " [--restarts R]; where the "
@@ -139,7 +131,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
     args_parse(argc, argv, d->name, summary, specs, n);
     if (o->ckpt_root && !o->ckpt_root[0]) o->ckpt_root = NULL;  // --checkpoint-dir "": none, said once here
     dist_configure(d, o->dist.rendezvous, o->dist.timeout_s);
-    o->fault.attempt = launch_attempt(d->name);
+    o->attempt = launch_attempt(d->name);
     check_options(d, o);
 }
 
@@ -150,8 +142,7 @@ static void state_from(fault_tolerance *ft, dist_env *d, const options *o)
     ft->dist = d;
     ft->dp.dist = d;
     ft->dp.overlap = 1;  // lesson 12's own variant: each bucket's all-reduce under the backward pass
-    ft->dp.fault.rank = ft->dp.fault.at_batch = -1;  // 12's --fail-*: this lesson has its own faults
-    ft->fault = o->fault;
+    ft->fault = (fault_plan){o->fault.kind, o->fault.rank, o->fault.at_batch, o->attempt};  // 12's dp.fault: none
     ft->fingerprint_every = o->fingerprint_every;
     ft->ckpt.root = o->ckpt_root;
     ft->ckpt.every = o->ckpt_every;

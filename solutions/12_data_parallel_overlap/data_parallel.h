@@ -54,7 +54,7 @@ typedef struct {
 } sm_sharing;
 
 // The step's options, lesson 12's and 15's (options.cu): --bucket-mib, --ready-after, --comm-ctas,
-// --comm-policy, --gemm-sms, the bootstrap's --rendezvous and --timeout-s, the test faults --fail-*.
+// --comm-policy, --gemm-sms, the bootstrap's --rendezvous and --timeout-s, the test faults --fault-*.
 typedef struct {
     double bucket_mib;
     int ready_after;     // ready_point

@@ -22,7 +22,7 @@ void dp_option_specs(dp_options *o, arg_spec *specs, int *n)
     specs[(*n)++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
                             "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
     dist_option_specs(&o->dist, specs, n);
-    dist_fault_options(&o->fault, specs, n);
+    dist_fault_options(&o->fault, DIST_FAULT_WORDS, DIST_FAULT_HELP, specs, n);
 }
 
 void dp_options_check(dist_env *d, const dp_options *o, const train_options *train)

@@ -219,7 +219,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
     specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
                          "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
     dist_option_specs(&o->dist, specs, &n);
-    dist_fault_options(&pp->fault, specs, &n);
+    dist_fault_options(&pp->fault, DIST_FAULT_WORDS, DIST_FAULT_HELP, specs, &n);
     const char *summary =
         "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n" DIST_HOW_TO_RUN(
             "stages");

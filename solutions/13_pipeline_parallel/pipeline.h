@@ -127,7 +127,7 @@ typedef struct {
     float *d_losses, *h_losses;        // the run's losses, broadcast from the last stage
     cudaEvent_t losses_landed;
     float *d_ref;            // the reference's activations: every layer, one micro-batch
-    dist_fault fault;        // --fail-rank, --fail-at-batch, --fail-how
+    dist_fault fault;        // --fault error|hang, --fault-rank, --fault-at-batch
     p2p_grouping grouping;   // --p2p-group
     int group_open;          // P2P_PAIRS: a send is posted in a group not ended yet
     cudaEvent_t sent_event;  // ... and the event to record behind it once the group has ended

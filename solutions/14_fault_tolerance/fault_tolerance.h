@@ -75,7 +75,8 @@ typedef struct {
     int ckpt_every;         // --checkpoint-every
     int fingerprint_every;  // --fingerprint-every: 0 never
     int ring_slots;         // --ring-slots
-    fault_plan fault;       // --fault, --fault-rank, --fault-at-batch
+    dist_fault fault;       // --fault (fault_kind's words), --fault-rank, --fault-at-batch: dist.h's parser
+    int attempt;            // LAUNCH_ATTEMPT
 } options;
 
 // Every communication call of this rank, the last `slots` of them kept: what it was, and an
