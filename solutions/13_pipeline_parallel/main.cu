@@ -270,17 +270,18 @@ int main(int argc, char **argv)
     pp.sharing = o.sharing;
     dist_configure(&d, o.dist.rendezvous, o.dist.timeout_s);
     train_options mine = o.train;
-    char trace_path[1100];
-    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &mine, trace_path,
-                                     sizeof trace_path);  // rank 0 reports for every rank
+    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &mine);  // rank 0 reports for every rank
+    mine.json = outs.json;
+    mine.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &mine, HOST_SLOTS, 1, STEP_RING);
+    t.human = outs.human;
     if (o.sharing.gemm_sms > t.dev.sms)
         usage_error(d.name, "--gemm-sms %d: this GPU has %d SMs", o.sharing.gemm_sms, t.dev.sms);
     dist_connect(&d);  // lesson 12's meet_ranks
     setup(&t, &pp, o.stages, o.micro_batches);
-    int ok = run_and_report(&t, &pp, &o, out);
+    int ok = run_and_report(&t, &pp, &o, outs.report);
     teardown(&pp);
     dist_finish(&d);
     return harness_finish(&t, ok);
