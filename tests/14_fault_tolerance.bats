@@ -1098,3 +1098,26 @@ EOF
     assert_same_bits a b
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" flight_calls)" 92  # 30 x 3, the losses', the checksums'
 }
+
+# ----------------------------------------------------------------------------
+# compute-sanitizer, one rank: the course's set (helpers.bash, sanitizer_check)
+
+# bats test_tags=gpu,sanitizer
+@test "14 compute-sanitizer memcheck is clean" {
+    sanitizer_check memcheck
+}
+
+# bats test_tags=gpu,sanitizer
+@test "14 compute-sanitizer racecheck is clean" {
+    sanitizer_check racecheck
+}
+
+# bats test_tags=gpu,sanitizer
+@test "14 compute-sanitizer synccheck is clean" {
+    sanitizer_check synccheck
+}
+
+# bats test_tags=gpu,sanitizer
+@test "14 compute-sanitizer initcheck is clean" {
+    sanitizer_check initcheck
+}

@@ -327,21 +327,25 @@ ratio() {
 }
 
 # ----------------------------------------------------------------------------
-# compute-sanitizer, one rank (as 12's: NCCL's own allocations and its probing calls left out)
+# compute-sanitizer, one rank: the course's set (helpers.bash, sanitizer_check), with its run and
+# the reason memcheck differs for a lesson on NCCL
 
 # bats test_tags=gpu,sanitizer
 @test "15 compute-sanitizer memcheck is clean" {
-    need_sanitizer
-    need_nccl
-    run "$ROOT/tests/timed" 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
-        "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
-    assert_success
-    assert_output --partial "ERROR SUMMARY: 0 errors"
+    sanitizer_check memcheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "15 compute-sanitizer racecheck is clean" {
-    need_sanitizer
-    need_nccl
-    sanitize racecheck "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
+    sanitizer_check racecheck
+}
+
+# bats test_tags=gpu,sanitizer
+@test "15 compute-sanitizer synccheck is clean" {
+    sanitizer_check synccheck
+}
+
+# bats test_tags=gpu,sanitizer
+@test "15 compute-sanitizer initcheck is clean" {
+    sanitizer_check initcheck
 }
