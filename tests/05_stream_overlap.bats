@@ -18,7 +18,6 @@ P=05_stream_overlap
 # Sizes at which each GPU check takes a few seconds.
 PART3=(--only 3 --size-mib 64 --chunks 16)
 PART5=(--only 5 --size-mib 64)
-SANITIZE=(--size-mib 2 --chunks 8 --reps 1 --warmup 0 --priority-trials 2)
 
 setup_file() {
     detect_gpu
@@ -264,25 +263,21 @@ assert_bound_holds() {
 }
 
 # bats test_tags=gpu,sanitizer
-@test "05 compute-sanitizer memcheck, with leak check, is clean" {
-    need_sanitizer
-    sanitize memcheck "$BIN/$P" "${SANITIZE[@]}"
+@test "05 compute-sanitizer memcheck is clean" {
+    sanitizer_check memcheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "05 compute-sanitizer racecheck is clean" {
-    need_sanitizer
-    sanitize racecheck "$BIN/$P" "${SANITIZE[@]}"
+    sanitizer_check racecheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "05 compute-sanitizer synccheck is clean" {
-    need_sanitizer
-    sanitize synccheck "$BIN/$P" "${SANITIZE[@]}"
+    sanitizer_check synccheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "05 compute-sanitizer initcheck is clean" {
-    need_sanitizer
-    sanitize initcheck "$BIN/$P" "${SANITIZE[@]}"
+    sanitizer_check initcheck
 }

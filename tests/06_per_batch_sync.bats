@@ -119,25 +119,21 @@ setup_file() {
 }
 
 # bats test_tags=gpu,sanitizer
-@test "06 compute-sanitizer memcheck, with leak check, is clean" {
-    need_sanitizer
-    sanitize memcheck "$BIN/$P" $TINY
+@test "06 compute-sanitizer memcheck is clean" {
+    sanitizer_check memcheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "06 compute-sanitizer racecheck is clean" {
-    need_sanitizer
-    sanitize racecheck "$BIN/$P" $TINY
+    sanitizer_check racecheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "06 compute-sanitizer synccheck is clean" {
-    need_sanitizer
-    sanitize synccheck "$BIN/$P" $TINY
+    sanitizer_check synccheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "06 compute-sanitizer initcheck is clean" {
-    need_sanitizer
-    sanitize initcheck "$BIN/$P" $TINY
+    sanitizer_check initcheck
 }

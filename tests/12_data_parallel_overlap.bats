@@ -83,7 +83,7 @@ course_ranks() {
 @test "12 builds, and --help lists its options, one default each inside its range, and how to run ranks on one GPU" {
     need_nccl
     check_help "$P"
-    for option in --overlap --bucket-mib --rendezvous --timeout-s --fail-rank --fail-at-batch --fail-how --delay-on --trace --json; do
+    for option in --overlap --bucket-mib --rendezvous --timeout-s --fault --fault-rank --fault-at-batch --delay-on --trace --json; do
         assert_output --partial -- "$option"
     done
     assert_output --partial "tools/launch -n 2 --simulate-nodes"
@@ -95,9 +95,9 @@ course_ranks() {
     check_rejects "$P" overlap abc 1 both
     check_rejects "$P" bucket-mib abc 0 -1 4097 nan
     check_rejects "$P" timeout-s abc 0 3601
-    check_rejects "$P" fail-rank abc -2 65536
-    check_rejects "$P" fail-at-batch abc -2
-    check_rejects "$P" fail-how abc 1 both
+    check_rejects "$P" fault-rank abc -2 65536
+    check_rejects "$P" fault-at-batch abc -2
+    check_rejects "$P" fault abc 1 both kill
     check_rejects "$P" rendezvous /nonexistent-folder
 }
 
@@ -121,10 +121,11 @@ course_ranks() {
     [[ "$stderr" == *"RENDEZVOUS_DIR"* ]] || fail "missing folder: $stderr"
     check RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --batch 63
     [[ "$stderr" == *"--batch 63"* ]] || fail "uneven shard: $stderr"
-    check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fail-rank 2 --fail-at-batch 3
-    [[ "$stderr" == *"--fail-rank 2"* ]] || fail "fail-rank: $stderr"
-    check X=1 "$BIN/$P" $SMALL --fail-rank 0
-    check X=1 "$BIN/$P" $SMALL --fail-rank 0 --fail-at-batch $NB
+    check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fault error --fault-rank 2 --fault-at-batch 3
+    [[ "$stderr" == *"--fault-rank 2"* ]] || fail "fault-rank: $stderr"
+    check X=1 "$BIN/$P" $SMALL --fault-rank 0 --fault-at-batch 3
+    check X=1 "$BIN/$P" $SMALL --fault hang
+    check X=1 "$BIN/$P" $SMALL --fault error --fault-rank 0 --fault-at-batch $NB
     # the messages name the rank that wrote them
     check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --batch 63
     [[ "$stderr" == "$P rank 1: "* ]] || fail "the message does not name the rank: $stderr"
@@ -156,78 +157,6 @@ course_ranks() {
         assert_equal "$status" 2
         [[ "$stderr" == *"--rendezvous $BATS_TEST_TMPDIR/theirs belongs to user 65534"* ]] || fail "$stderr"
     fi
-}
-
-@test "12 tools/launch: each rank's environment, simulated nodes, a fresh folder and run id, exit codes, the others stopped" {
-    first_run="" hosts=""
-    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
-#!/usr/bin/env bash
-echo "$RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $RUN_ID $NCCL_NVLS_ENABLE $RENDEZVOUS_DIR" >"$OUT/rank$RANK"
-[ -d "$RENDEZVOUS_DIR" ] || exit 9
-case "${MODE:-}" in
-fail) [ "$RANK" = 1 ] && exit 7; exit 0 ;;
-hang) [ "$RANK" = 1 ] && exit 5; exec sleep 60 ;;
-esac
-exit 0
-EOF
-    chmod +x "$BATS_TEST_TMPDIR/rank"
-    export OUT=$BATS_TEST_TMPDIR
-    run env NCCL_NVLS_ENABLE=1 "$LAUNCH" -n 3 "$BATS_TEST_TMPDIR/rank"
-    assert_success
-    for k in 0 1 2; do
-        read -r rank world local lworld run nvls dir <"$OUT/rank$k"
-        assert_equal "$rank $world $local $lworld $nvls" "$k 3 $k 3 0"
-        [[ "$run" == launch-* ]] || fail "no fresh run id: $run"
-        [ -z "$first_run" ] || assert_equal "$run" "$first_run"  # one id for the ranks of one launch
-        first_run=$run
-    done
-    [ ! -e "$dir" ] || fail "the fresh rendezvous folder $dir was not removed"
-    # every launch a run id of its own: no file of an earlier launch is taken for this one's
-    run "$LAUNCH" -n 1 "$BATS_TEST_TMPDIR/rank"
-    read -r _ _ _ _ run _ _ <"$OUT/rank0"
-    [ "$run" != "$first_run" ] || fail "two launches, one run id: $run"
-    # simulated nodes: every rank a node of its own on the first GPU, over loopback sockets
-    cat >"$BATS_TEST_TMPDIR/sim" <<'EOS'
-#!/usr/bin/env bash
-echo "$RANK $LOCAL_RANK $LOCAL_WORLD_SIZE $NCCL_SOCKET_IFNAME $NCCL_IB_DISABLE $SIMULATED_NODES $NCCL_HOSTID" >"$OUT/sim$RANK"
-EOS
-    chmod +x "$BATS_TEST_TMPDIR/sim"
-    run "$LAUNCH" -n 3 --simulate-nodes "$BATS_TEST_TMPDIR/sim"
-    assert_success
-    for k in 0 1 2; do
-        read -r rank local lworld ifname ib sim hostid <"$OUT/sim$k"
-        assert_equal "$rank $local $lworld $ifname $ib $sim" "$k 0 1 lo 1 1"
-        hosts="$hosts $hostid"
-    done
-    assert_equal "$(tr ' ' '\n' <<<"$hosts" | grep -c .)" 3
-    assert_equal "$(tr ' ' '\n' <<<"$hosts" | grep . | sort -u | wc -l)" 3  # a host id each
-    # a folder given: used, kept, and cleared of what an earlier run of the same id left
-    mkdir "$BATS_TEST_TMPDIR/rv"
-    touch "$BATS_TEST_TMPDIR/rv/failed.job7.rank1" "$BATS_TEST_TMPDIR/rv/nccl-id.job7" "$BATS_TEST_TMPDIR/rv/other" \
-        "$BATS_TEST_TMPDIR/rv/flight.job7.rank1" "$BATS_TEST_TMPDIR/rv/flight.job7.a1.rank0"
-    run "$LAUNCH" -n 2 --rendezvous "$BATS_TEST_TMPDIR/rv" --run-id job7 "$BATS_TEST_TMPDIR/rank"
-    assert_success
-    read -r _ _ _ _ run _ dir <"$OUT/rank1"
-    assert_equal "$run $dir" "job7 $BATS_TEST_TMPDIR/rv"
-    run ls "$BATS_TEST_TMPDIR/rv"
-    assert_output "other"
-    # the first failure's exit code
-    run env MODE=fail "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank"
-    assert_equal "$status" 7
-    # a rank still running a grace period after another failed is stopped
-    SECONDS=0
-    run --separate-stderr env MODE=hang "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 --grace-s 1 "$BATS_TEST_TMPDIR/rank"
-    assert_equal "$status" 5
-    assert_num "$SECONDS" "<" 15 "seconds until launch returned"
-    [[ "$stderr" == *"stopping them"* ]] || fail "got: $stderr"
-    # bad usage: exit code 2, one line
-    for args in "" "-n 0 x" "-n 2" "-n 2 --rendezvous /nonexistent-folder x" "-n 2 --nodes 2 --node-rank 1 x" \
-        "-n 2 --bogus x" "-n 2 --run-id a/b x"; do
-        # shellcheck disable=SC2086
-        run --separate-stderr "$LAUNCH" $args
-        [ "$status" -eq 2 ] || fail "launch $args: exit code $status, expected 2"
-        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "launch $args: expected one line, got: $stderr"
-    done
 }
 
 @test "12 tracestat --comm-groups: communication exposed kernel by kernel, each step's last bucket apart" {
@@ -639,38 +568,25 @@ EOF
 }
 
 # ----------------------------------------------------------------------------
-# compute-sanitizer, one rank. memcheck without its leak check: NCCL keeps
-# allocations of its own until the process ends; and without reporting API errors:
-# NCCL asks cudaFuncGetAttributes about kernels built for other GPUs, and takes the
-# error as the answer (the course checks every call of its own and would exit on one).
+# compute-sanitizer, one rank: the course's set (helpers.bash, sanitizer_check), with its run and
+# the reason memcheck differs for a lesson on NCCL
 
 # bats test_tags=gpu,sanitizer
 @test "12 compute-sanitizer memcheck is clean" {
-    need_sanitizer
-    need_nccl
-    run "$ROOT/tests/timed" 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
-        "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
-    assert_success
-    assert_output --partial "ERROR SUMMARY: 0 errors"
+    sanitizer_check memcheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "12 compute-sanitizer racecheck is clean" {
-    need_sanitizer
-    need_nccl
-    sanitize racecheck "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
+    sanitizer_check racecheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "12 compute-sanitizer synccheck is clean" {
-    need_sanitizer
-    need_nccl
-    sanitize synccheck "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
+    sanitizer_check synccheck
 }
 
 # bats test_tags=gpu,sanitizer
 @test "12 compute-sanitizer initcheck is clean" {
-    need_sanitizer
-    need_nccl
-    sanitize initcheck "$BIN/$P" $TINY --bucket-mib 0.01 --timeout-s 280
+    sanitizer_check initcheck
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
 # Lesson 14: a hang found by name, a failure survived, nothing lost. Built only where make finds
 # NCCL (`make -s nccl-status` says why not). The flight recorder's rings and the checkpoints are
-# files: tools/flight-report and tools/checkpoint-report are checked on fixtures without a GPU
-# (tests/fixtures/14_flight, 14_checkpoints), and so are tools/launch --restarts and the refusal
-# of another run's checkpoint. The runs of two ranks use two GPUs where they are visible, else
-# simulated nodes on one (tools/launch --simulate-nodes). Scored checks (ex:) fail while their
+# files: the tools that read them (flight-report, checkpoint-report) and tools/launch --restarts
+# are checked on fixtures without a GPU in tests/tools.bats; here, the lesson's own refusal of
+# another run's checkpoint, and what its runs write. The runs of two ranks use two GPUs where they
+# are visible, else simulated nodes on one (tools/launch --simulate-nodes). Scored checks (ex:) fail while their
 # exercise is unsolved: an empty ring names nothing, an unfired event is never reported, a
 # checkpoint never written or never read back redoes every batch.
 
@@ -52,15 +52,6 @@ assert_same_bits() {
         "$(json_get "$b" weights_checksum) $(json_get "$b" loss_checksum)"
 }
 
-# fnv1a FILE: the course's FNV-1a 64 of FILE (common/recovery/ckpt.c's start value), 16 hex digits. Bash's
-# arithmetic is 64-bit and wraps as C's unsigned multiplication does. In a bash of its own: bats'
-# traps would run at every byte.
-fnv1a() {
-    # shellcheck disable=SC2016
-    bash -c 'h=1469598103934665603; for b in $(od -An -v -tu1 "$0"); do h=$(((h ^ b) * 1099511628211)); done
-             printf "%016x" "$h"' "$1"
-}
-
 # flight_race: tests/flight-race.c with the course's recorder.cu, compiled as C with its CUDA and
 # NCCL calls stubbed, under ASan (gcc, seconds); prints its path.
 flight_race() {
@@ -75,40 +66,6 @@ flight_race() {
             fail "tests/flight-race.c and the lesson's recorder.cu do not build"
     fi
     echo "$bin"
-}
-
-# The fixture's run, as a header and a manifest write it: two ranks, --in 4 --hidden 8 --layers 1
-# --out 2 (58 weights), --seed 1, --batch 64, and the defaults of --lr, --prep-work, --bucket-mib.
-FIXTURE_RUN="world 2 shape 4,8,2 params 58 seed 1 global-batch 64 rank-batch 32 lr 0.02 prep-work 5 bucket-bytes 26214400"
-
-# write_rank FILE HEADER PAYLOAD_BYTES: a rank file of zero weights and losses, its checksum right
-write_rank() {
-    printf '%-511s\n' "$2" >"$1"
-    head -c "$3" /dev/zero >>"$1"
-    printf 'checksum %s\n' "$(fnv1a "$1")" >>"$1"
-}
-
-# manifest_line FILE RANK: the manifest's line of a rank file
-manifest_line() {
-    printf 'rank %d rank%d.bin %d %s\n' "$2" "$2" "$(stat -c %s "$1")" "$(tail -c 17 "$1" | head -c 16)"
-}
-
-# make_ckpt ROOT BATCH LOSSES [SED]: a checkpoint of the fixture's run after batch BATCH holding
-# LOSSES losses, every size and checksum right; SED, when given, edits rank 1's header first.
-make_ckpt() {
-    local dir r f head
-    dir=$1/$(printf 'ckpt-%08d' "$2")
-    mkdir -p "$dir"
-    printf 'course-checkpoint-manifest 2\nbatch %d\n%s\n' "$2" "$(tr ' ' '\n' <<<"$FIXTURE_RUN" | paste -d' ' - -)" \
-        >"$dir/manifest"
-    for r in 0 1; do
-        f=$dir/rank$r.bin
-        head="course-checkpoint 2 rank $r batch $2 losses $3 $FIXTURE_RUN"
-        if [ "$r" = 1 ] && [ -n "${4:-}" ]; then head=$(sed "$4" <<<"$head"); fi
-        write_rank "$f" "$head" $((58 * 4 + $3 * 8))
-        manifest_line "$f" "$r" >>"$dir/manifest"
-    done
-    echo end >>"$dir/manifest"
 }
 
 # ----------------------------------------------------------------------------
@@ -255,270 +212,11 @@ EOF
     check_no_gpu_exit "$P" $S14
 }
 
-# bats test_tags=claim:14-report-differ,claim:14-report-p2p,claim:14-report-noring,claim:14-report-waits
-@test "14 flight-report names the first divergence of hand-made rings in one line, each fault by name" {
-    fr=$TOOLS/flight-report
-    check() {  # check CASE STATUS LINE
-        run --separate-stderr "$fr" "$FL/$1"
-        [ "$status" -eq "$2" ] || fail "$1: exit code $status, expected $2: $output $stderr"
-        assert_equal "$output" "$3"
-    }
-    check order 4 "rank 1 issued all-reduce #15 (batch 5, bucket 2, 65.0 KiB) where rank 0 issued all-reduce #15 (batch 5, bucket 0, 265.0 KiB)"
-    check skip 4 "rank 1 issued all-reduce #15 (batch 5, bucket 1, 257.0 KiB) where rank 0 issued all-reduce #15 (batch 5, bucket 0, 265.0 KiB)"
-    check killed 4 "rank 1 left no ring (killed, or stopped before it could write one); rank 0 waits in all-reduce #16 (batch 5, bucket 1, 257.0 KiB), never completed"
-    check stuck 4 "rank 0 waits in all-reduce #15 (batch 5, bucket 0, 265.0 KiB); rank 1 never issued #15 (its last: all-reduce #14 (batch 4, bucket 2, 65.0 KiB))"
-    check pipeline_order 4 "rank 0 issued send #0 to rank 1 (batch 0, micro-batch 1, 32.0 KiB) where rank 1 issued recv #0 from rank 0 (batch 0, micro-batch 0, 32.0 KiB)"
-    check pipeline_fewer 4 "rank 2 waits in recv #2 from rank 1 (batch 0, micro-batch 2, 32.0 KiB); rank 1 never sent #2 (its last: #1)"
-    check clean 0 "no divergence: the 3 ranks' rings agree, every call completed (rank 0: 30 calls, the last all-reduce #29 (batch 9, bucket 2, 65.0 KiB))"
-    # two runs in one folder: the newest by default, another by --run
-    cp -r "$FL/two_runs" "$BATS_TEST_TMPDIR/two"
-    touch -d '2020-01-01' "$BATS_TEST_TMPDIR"/two/flight.job6.*
-    run "$fr" "$BATS_TEST_TMPDIR/two"
-    assert_equal "$status" 4
-    assert_output --partial "bucket 1, 257.0 KiB) where rank 0"
-    run "$fr" "$BATS_TEST_TMPDIR/two" --run job6
-    assert_equal "$status" 4
-    # --ranks: a line per rank first
-    run "$fr" "$FL/killed" --ranks
-    assert_equal "${lines[0]}" "rank 0: 17 calls, the last 8 in its ring; stopped: NCCL reported remote process exited or there was a network error on the parent communicator while this rank was waiting for the GPU"
-    assert_equal "${lines[1]}" "rank 1: no ring"
-}
-
-@test "14 flight-report refuses what is no ring: one line, exit code 2; no ring at all: exit code 1" {
-    fr=$TOOLS/flight-report
-    run --separate-stderr "$fr" "$FL/broken"
-    assert_equal "$status" 2
-    one_line
-    [[ "$stderr" == *"flight.job7.rank0:6:"* ]] || fail "the line that does not read: $stderr"
-    run --separate-stderr "$fr" "$BATS_TEST_TMPDIR"
-    assert_equal "$status" 1
-    one_line
-    run --separate-stderr "$fr" /nonexistent-folder
-    assert_equal "$status" 2
-    run --separate-stderr "$fr"
-    assert_equal "$status" 2
-    run "$fr" --help
-    assert_success
-    assert_output --partial "exit codes"
-    # a ring cut short (the rank died while writing it is impossible: written whole, then
-    # renamed; a hand-cut one is refused)
-    mkdir "$BATS_TEST_TMPDIR/cut"
-    head -n 2 "$FL/order/flight.job7.rank0" >"$BATS_TEST_TMPDIR/cut/flight.x.rank0"
-    run --separate-stderr "$fr" "$BATS_TEST_TMPDIR/cut"
-    assert_equal "$status" 2
-    one_line
-}
-
 # bats test_tags=claim:14-report-part
 @test "14 flight-report names two buckets of equal size issued in another order: the bucket differs, not the size" {
     run --separate-stderr "$TOOLS/flight-report" "$FL/swap"
     assert_equal "$status" 4
     assert_equal "$output" "rank 1 issued all-reduce #20 (batch 5, bucket 3, 257.0 KiB) where rank 0 issued all-reduce #20 (batch 5, bucket 0, 257.0 KiB)"
-}
-
-# Rings that look whole but are not: each once said "no divergence", exit code 0.
-# bats test_tags=claim:14-report-gap
-@test "14 flight-report refuses a ring with a call missing: one line naming it, exit code 2" {
-    g=$BATS_TEST_TMPDIR/gap
-    cp -r "$FL/clean" "$g"
-    sed -i '/^25 25 /d' "$g/flight.job7.rank1"  # a call taken out of the middle
-    run --separate-stderr "$TOOLS/flight-report" "$g"
-    assert_equal "$status" 2
-    one_line
-    [[ "$stderr" == *"flight.job7.rank1:"*"a call is missing"* ]] || fail "$stderr"
-    # the calls renumbered around it: a receive's number skips one
-    rm -rf "$g"
-    cp -r "$FL/pipeline_fewer" "$g"
-    sed -i 's/^2 1 recv 0 1/2 2 recv 0 1/' "$g/flight.job7.rank1"
-    run --separate-stderr "$TOOLS/flight-report" "$g"
-    assert_equal "$status" 2
-    [[ "$stderr" == *"flight.job7.rank1: a call is missing: call #2 is recv #2, after #0"* ]] || fail "$stderr"
-    # the oldest calls gone: fewer than the ring's slots where its header says more calls
-    rm -rf "$g"
-    cp -r "$FL/clean" "$g"
-    sed -i '/^2[2-5] /d' "$g/flight.job7.rank2"
-    run --separate-stderr "$TOOLS/flight-report" "$g"
-    assert_equal "$status" 2
-    [[ "$stderr" == *"flight.job7.rank2: it holds 4 calls, where its header says 30 calls and 8 slots"* ]] || fail "$stderr"
-}
-
-# bats test_tags=claim:14-report-world
-@test "14 flight-report reads every ring of the run: one whose header says another world is refused, one line, exit code 2" {
-    w=$BATS_TEST_TMPDIR/world
-    cp -r "$FL/clean" "$w"
-    sed -i 's/^rank 0 world 3 /rank 0 world 1 /' "$w/flight.job7.rank0"
-    run --separate-stderr "$TOOLS/flight-report" "$w"
-    assert_equal "$status" 2
-    one_line
-    [[ "$stderr" == *"flight.job7.rank1: a ring of 3 ranks, where rank 0's says 1" ]] || fail "$stderr"
-    # rank 0 left none (killed): the others still agree with each other on the world
-    rm "$w/flight.job7.rank0"
-    sed -i 's/^rank 2 world 3 /rank 2 world 4 /' "$w/flight.job7.rank2"
-    run --separate-stderr "$TOOLS/flight-report" "$w"
-    assert_equal "$status" 2
-    [[ "$stderr" == *"flight.job7.rank2: a ring of 4 ranks, where rank 1's says 3" ]] || fail "$stderr"
-}
-
-# bats test_tags=claim:14-report-lengths
-@test "14 flight-report: a ring of 8 calls against rings of 30, every call completed, is a divergence (exit code 4)" {
-    l=$BATS_TEST_TMPDIR/len
-    cp -r "$FL/clean" "$l"
-    awk 'NR == 2 { sub(/calls 30/, "calls 8") } NR > 4 { $1 -= 22; $2 -= 22 } { print }' "$FL/clean/flight.job7.rank2" \
-        >"$l/flight.job7.rank2"
-    run --separate-stderr "$TOOLS/flight-report" "$l"
-    assert_equal "$status" 4
-    assert_equal "$output" "rank 2 stopped at all-reduce #7 (batch 9, bucket 2, 65.0 KiB) where rank 0 went on to all-reduce #29 (batch 9, bucket 2, 65.0 KiB), and no call waits: the ranks issued different calls"
-}
-
-# bats test_tags=claim:14-checksum,claim:14-manifest-match
-@test "14 checkpoint-report: the newest complete checkpoint; torn, corrupt and unfinished ones passed over for the one before" {
-    cr=$TOOLS/checkpoint-report
-    run "$cr" "$CK"
-    assert_success
-    assert_equal "${lines[0]}" "ckpt-00000019: complete: batch 19, 2 ranks, shape 4,8,2"
-    assert_equal "${lines[2]}" "resume: at batch 20 from ckpt-00000019"
-    copy() { rm -rf "$BATS_TEST_TMPDIR/c"; cp -r "$CK" "$BATS_TEST_TMPDIR/c"; c=$BATS_TEST_TMPDIR/c; }
-    # torn: a rank file cut short under its final name (what a write in place leaves)
-    copy
-    truncate -s 700 "$c/ckpt-00000019/rank1.bin"
-    run "$cr" "$c"
-    assert_success
-    [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: torn: 700 bytes where its header says 930" ]] || fail "${lines[0]}"
-    assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
-    # corrupt: one byte of a weight changed (the header is 512 bytes)
-    copy
-    printf '\x55' | dd of="$c/ckpt-00000019/rank0.bin" bs=1 seek=600 conv=notrunc 2>/dev/null
-    run "$cr" "$c"
-    assert_success
-    [[ "${lines[0]}" == *"rank0.bin: corrupt: its checksum is "* ]] || fail "${lines[0]}"
-    assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
-    # unfinished: no manifest (the ranks died before rank 0 wrote it); a manifest cut short
-    copy
-    rm "$c/ckpt-00000019/manifest"
-    run "$cr" "$c"
-    [[ "${lines[0]}" == *"no manifest: the checkpoint was never completed"* ]] || fail "${lines[0]}"
-    assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
-    head -n 4 "$CK/ckpt-00000009/manifest" >"$c/ckpt-00000009/manifest"
-    run "$cr" "$c"
-    assert_equal "$status" 1
-    assert_equal "${lines[2]}" "resume: at batch 0, no complete checkpoint"
-    # a rank file of another checkpoint put in its place: its checksum is not the manifest's
-    copy
-    cp "$CK/ckpt-00000009/rank1.bin" "$c/ckpt-00000019/rank1.bin"
-    run "$cr" "$c"
-    [[ "${lines[0]}" == "ckpt-00000019: skipped: "* ]] || fail "${lines[0]}"
-    # a whole file of another write of checkpoint 19 (one weight changed, its own checksum right):
-    # its header reads, its checksum holds, but it is not the file the manifest lists
-    copy
-    f=$c/ckpt-00000019/rank1.bin
-    head -c -26 "$f" >"$BATS_TEST_TMPDIR/body"
-    printf '\x55' | dd of="$BATS_TEST_TMPDIR/body" bs=1 seek=600 conv=notrunc 2>/dev/null
-    { cat "$BATS_TEST_TMPDIR/body"; printf 'checksum %s\n' "$(fnv1a "$BATS_TEST_TMPDIR/body")"; } >"$f"
-    run "$cr" "$c"
-    [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: its size or checksum is not the manifest's" ]] || fail "${lines[0]}"
-    assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
-    # a temporary file left by a rank that died while writing: not read at all
-    copy
-    head -c 100 "$CK/ckpt-00000019/rank1.bin" >"$c/ckpt-00000019/rank1.bin.4242.tmp"
-    run "$cr" "$c"
-    assert_equal "${lines[0]}" "ckpt-00000019: complete: batch 19, 2 ranks, shape 4,8,2"
-}
-
-@test "14 checkpoint-report refuses a checkpoint of another rank count or shape: one line, exit code 2" {
-    cr=$TOOLS/checkpoint-report
-    run --separate-stderr "$cr" "$CK" --world 4
-    assert_equal "$status" 2
-    one_line
-    [[ "$stderr" == *"holds 2 ranks, this run has 4"* ]] || fail "got: $stderr"
-    run --separate-stderr "$cr" "$CK" --shape 4,16,2
-    assert_equal "$status" 2
-    one_line
-    run "$cr" "$CK" --world 2 --shape 4,8,2
-    assert_success
-    run --separate-stderr "$cr"
-    assert_equal "$status" 2
-    # no such folder; a --shape that is no shape: said before anything is read
-    run --separate-stderr "$cr" /nonexistent-folder
-    assert_equal "$status" 2
-    one_line
-    [[ "$stderr" == "checkpoint-report: /nonexistent-folder: no such folder"* ]] || fail "got: $stderr"
-    for shape in abc 4 4, ,4 4,,2 4,0,2 4,-8,2 4,8,2x 99999999999,2; do
-        run --separate-stderr "$cr" "$CK" --shape "$shape"
-        [ "$status" -eq 2 ] || fail "--shape $shape: exit code $status"
-        one_line
-        [[ "$stderr" == *"--shape expects layer widths"*"got '$shape'" ]] || fail "--shape $shape: $stderr"
-    done
-}
-
-# bats test_tags=claim:14-losses-bound
-@test "14 checkpoint-report passes over a checkpoint holding more losses than batches, or a rank's header of another run" {
-    cr=$TOOLS/checkpoint-report
-    # the helpers first: the fixture's checksum is fnv1a's, and a checkpoint they make is complete
-    head -c 904 "$CK/ckpt-00000019/rank0.bin" >"$BATS_TEST_TMPDIR/body"
-    assert_equal "checksum $(fnv1a "$BATS_TEST_TMPDIR/body")" "$(tail -c 26 "$CK/ckpt-00000019/rank0.bin" | head -c 25)"
-    make_ckpt "$BATS_TEST_TMPDIR/a" 5 6
-    run "$cr" "$BATS_TEST_TMPDIR/a" --world 2 --shape 4,8,2
-    assert_success
-    assert_equal "${lines[*]}" "ckpt-00000005: complete: batch 5, 2 ranks, shape 4,8,2 resume: at batch 6 from ckpt-00000005"
-    # 100 losses after batch 5: a restore would write them past the run's loss arrays
-    make_ckpt "$BATS_TEST_TMPDIR/b" 5 100
-    run "$cr" "$BATS_TEST_TMPDIR/b"
-    assert_equal "$status" 1
-    [[ "${lines[0]}" == "ckpt-00000005: skipped: "*"/rank0.bin: its header says 100 losses after batch 5, where a checkpoint holds batch + 1" ]] ||
-        fail "${lines[0]}"
-    # rank 1's file says another run (or rank) than the manifest
-    for edit in 's/lr 0.02/lr 0.9/' 's/global-batch 64/global-batch 128/' 's/prep-work 5/prep-work 50/' \
-        's/bucket-bytes 26214400/bucket-bytes 1048/' 's/seed 1/seed 7/' 's/rank 1 batch/rank 0 batch/'; do
-        rm -rf "$BATS_TEST_TMPDIR/c"
-        make_ckpt "$BATS_TEST_TMPDIR/c" 5 6 "$edit"
-        run "$cr" "$BATS_TEST_TMPDIR/c"
-        assert_equal "$status" 1
-        [[ "${lines[0]}" == "ckpt-00000005: skipped: "*"/rank1.bin: not the manifest's: its header "* ]] || fail "$edit: ${lines[0]}"
-    done
-}
-
-# bats test_tags=claim:14-size-first,claim:14-stream
-@test "14 checkpoint-report lists every folder, streams one larger than memory, checks a header's sizes before allocating" {
-    cr=$TOOLS/checkpoint-report
-    c=$BATS_TEST_TMPDIR/c
-    cp -r "$CK" "$c"
-    (cd "$c" && mkdir ckpt-000{01000..02099})  # 1100 newer folders, unfinished
-    run "$cr" "$c"
-    assert_success
-    assert_equal "${#lines[@]}" 1103  # a line per folder, then where to resume
-    assert_equal "${lines[-1]}" "resume: at batch 20 from ckpt-00000019"
-    # 64 MiB of weights, under a limit of 48 MiB on the process's memory
-    local n=$((16 * 1048576)) run1="world 1 shape 4,8,2 params 16777216 seed 1 global-batch 64 rank-batch 64 lr 0.02 prep-work 5 bucket-bytes 1"
-    b=$BATS_TEST_TMPDIR/big/ckpt-00000000
-    mkdir -p "$b"
-    printf '%-511s\n' "course-checkpoint 2 rank 0 batch 0 losses 1 $run1" >"$b/rank0.bin"
-    truncate -s $((512 + n * 4 + 8)) "$b/rank0.bin"
-    echo "checksum 0000000000000000" >>"$b/rank0.bin"
-    big_manifest() {
-        printf 'course-checkpoint-manifest 2\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"$run1" | paste -d' ' - -)" >"$b/manifest"
-        manifest_line "$b/rank0.bin" 0 >>"$b/manifest"
-        echo end >>"$b/manifest"
-    }
-    big_manifest
-    run "$cr" "$BATS_TEST_TMPDIR/big"  # its checksum, as the tool sums it (fnv1a in bash would take minutes)
-    sum=$(sed -n 's/.*its bytes sum to \([0-9a-f]\{16\}\)$/\1/p' <<<"${lines[0]}")
-    [ -n "$sum" ] || fail "${lines[0]}"
-    printf 'checksum %s' "$sum" | dd of="$b/rank0.bin" bs=1 seek=$((512 + n * 4 + 8)) conv=notrunc 2>/dev/null
-    big_manifest
-    run bash -c 'ulimit -v 49152 && exec "$0" "$1"' "$cr" "$BATS_TEST_TMPDIR/big"
-    assert_success
-    assert_equal "${lines[0]}" "ckpt-00000000: complete: batch 0, 1 rank, shape 4,8,2"
-    # a header that says 2^33 weights in a file of 538 bytes: torn, said before any allocation
-    s=$BATS_TEST_TMPDIR/small/ckpt-00000000
-    mkdir -p "$s"
-    write_rank "$s/rank0.bin" "course-checkpoint 2 rank 0 batch 0 losses 1 ${run1/params $n/params 8589934592}" 0
-    printf 'course-checkpoint-manifest 2\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"${run1/params $n/params 8589934592}" | paste -d' ' - -)" \
-        >"$s/manifest"
-    manifest_line "$s/rank0.bin" 0 >>"$s/manifest"
-    echo end >>"$s/manifest"
-    run bash -c 'ulimit -v 49152 && exec "$0" "$1"' "$cr" "$BATS_TEST_TMPDIR/small"
-    assert_equal "$status" 1
-    [[ "${lines[0]}" == *"/rank0.bin: torn: 538 bytes where its header says 34359738914" ]] || fail "${lines[0]}"
 }
 
 # The watchdog claims a stop while the main thread is inside an NCCL call; the call returns and
@@ -535,114 +233,6 @@ EOF
         assert_output --partial "none torn"
         refute_output --partial "AddressSanitizer"
     done
-}
-
-# bats test_tags=claim:14-prune
-@test "14 checkpoint-report --prune removes what has no manifest or is older than the newest two that verify" {
-    c=$BATS_TEST_TMPDIR/c
-    for b in 4 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
-    mkdir "$c/ckpt-00000012" "$c/ckpt-00000024"  # no manifest: ranks that died; 24: an earlier attempt's
-    touch "$c/ckpt-00000012/rank0.bin" "$c/ckpt-00000024/rank0.bin"
-    run "$TOOLS/checkpoint-report" "$c" --prune 19
-    assert_success
-    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000014 ckpt-00000019 ckpt-00000024"
-    assert_equal "${lines[-1]}" "resume: at batch 20 from ckpt-00000019"
-}
-
-# Rank 0 prunes after every checkpoint: a manifest that does not verify now (a bad block, a file
-# changed) must not cost the last checkpoint that does.
-# bats test_tags=claim:14-prune-verify
-@test "14 checkpoint-report --prune: newer checkpoints that do not verify cost none of the older ones that do" {
-    c=$BATS_TEST_TMPDIR/c
-    for b in 4 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
-    for b in 14 19; do  # one byte of a weight changed: their manifests stand, their checksums fail
-        printf '\x55' | dd of="$c/$(printf 'ckpt-%08d' "$b")/rank1.bin" bs=1 seek=600 conv=notrunc 2>/dev/null
-    done
-    run "$TOOLS/checkpoint-report" "$c" --prune 19
-    assert_success
-    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000004 ckpt-00000009 ckpt-00000014 ckpt-00000019"
-    assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
-    # the newest does not verify, the two before it do: those two and the newest kept, no more
-    rm -rf "$c"
-    for b in 4 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
-    printf '\x55' | dd of="$c/ckpt-00000019/rank1.bin" bs=1 seek=600 conv=notrunc 2>/dev/null
-    run "$TOOLS/checkpoint-report" "$c" --prune 19
-    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000009 ckpt-00000014 ckpt-00000019"
-    assert_equal "${lines[-1]}" "resume: at batch 15 from ckpt-00000014"
-}
-
-# bats test_tags=claim:14-prune-link
-@test "14 checkpoint-report --prune never follows a symbolic link, in the checkpoint folder or inside a checkpoint" {
-    c=$BATS_TEST_TMPDIR/c o=$BATS_TEST_TMPDIR/outside
-    for b in 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
-    mkdir -p "$o/folder"
-    echo precious >"$o/folder/a"
-    echo precious >"$o/folder/b"
-    echo precious >"$o/file"
-    ln -s "$o/folder" "$c/ckpt-00000004"  # a folder of someone else's, no manifest in it
-    mkdir "$c/ckpt-00000002"              # an unfinished checkpoint holding a link to a file
-    ln -s "$o/file" "$c/ckpt-00000002/rank0.bin"
-    run "$TOOLS/checkpoint-report" "$c" --prune 19
-    assert_success
-    assert_equal "$(cat "$o/folder/a" "$o/folder/b" "$o/file" | tr '\n' ' ')" "precious precious precious "
-    [ -L "$c/ckpt-00000004" ] || fail "the link itself was removed or replaced"
-    [ ! -e "$c/ckpt-00000002" ] || fail "the unfinished folder was kept: $(ls -l "$c/ckpt-00000002")"
-    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000004 ckpt-00000014 ckpt-00000019"
-}
-
-# bats test_tags=claim:14-launch-restart,claim:14-attempt-id,claim:14-restart-usage
-@test "14 tools/launch --restarts: every rank started again after a failure, a run id and LAUNCH_ATTEMPT each, rings kept" {
-    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
-#!/usr/bin/env bash
-echo "$RANK $LAUNCH_ATTEMPT $RUN_ID" >>"$OUT/log"
-case "${MODE:-}" in
-once) [ "$LAUNCH_ATTEMPT" = 0 ] && [ "$RANK" = 1 ] && { echo ring >"$RENDEZVOUS_DIR/flight.$RUN_ID.rank1"; exit 7; } ;;
-always) [ "$RANK" = 1 ] && exit 5 ;;
-usage) exit 2 ;;
-esac
-exit 0
-EOF
-    chmod +x "$BATS_TEST_TMPDIR/rank"
-    export OUT=$BATS_TEST_TMPDIR
-    # fails once, restarted once: success, two attempts of both ranks
-    run --separate-stderr env MODE=once "$LAUNCH" -n 2 --restarts 2 "$BATS_TEST_TMPDIR/rank"
-    assert_success
-    [[ "$stderr" == *"launch: a rank failed (exit code 7): restarting every rank, attempt 2 of 3"* ]] || fail "$stderr"
-    assert_equal "$(wc -l <"$OUT/log")" 4
-    assert_equal "$(awk '$2 == 1' "$OUT/log" | wc -l)" 2
-    first=$(awk '$2 == 0 { print $3; exit }' "$OUT/log")
-    assert_equal "$(awk '$2 == 1 { print $3; exit }' "$OUT/log")" "$first.a1"
-    # the launcher's own folder held a ring of the failed attempt: kept, and said
-    [[ "$stderr" != *"rings are kept"* ]] || fail "kept though the run succeeded: $stderr"
-    # fails every time: R + 1 attempts, the last exit code
-    : >"$OUT/log"
-    run --separate-stderr env MODE=always "$LAUNCH" -n 2 --restarts 2 "$BATS_TEST_TMPDIR/rank"
-    assert_equal "$status" 5
-    assert_equal "$(wc -l <"$OUT/log")" 6
-    # bad usage is not restarted
-    : >"$OUT/log"
-    run --separate-stderr env MODE=usage "$LAUNCH" -n 2 --restarts 2 "$BATS_TEST_TMPDIR/rank"
-    assert_equal "$status" 2
-    assert_equal "$(wc -l <"$OUT/log")" 2
-    # no restarts: the first failure ends it, and the rings of the launcher's folder are kept
-    run --separate-stderr env MODE=once "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank"
-    assert_equal "$status" 7
-    [[ "$stderr" == *"rings are kept in "*": build/tools/flight-report "* ]] || fail "$stderr"
-    kept=$(sed -n 's/.*rings are kept in \(.*\): build\/tools.*/\1/p' <<<"$stderr")
-    [ -f "$(echo "$kept"/flight.*.rank1)" ] || fail "no ring in $kept"
-    rm -rf "$kept"
-    # bad usage of launch itself
-    for args in "-n 2 --restarts x" "-n 2 --restarts -1" "-n 2 --nodes 2 --node-rank 0 --rendezvous $BATS_TEST_TMPDIR --run-id a --restarts 1"; do
-        # shellcheck disable=SC2086
-        run --separate-stderr "$LAUNCH" $args "$BATS_TEST_TMPDIR/rank"
-        [ "$status" -eq 2 ] || fail "launch $args: exit code $status"
-        one_line
-    done
-}
-
-# alive PID: the process runs (a zombie, dead but not yet reaped, does not)
-alive() {
-    [ -e "/proc/$1" ] && [ "$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)" != Z ]
 }
 
 # bats test_tags=claim:14-launch-run-id
@@ -679,110 +269,6 @@ EOF
     assert_equal "$status" 2
     run --separate-stderr "$LAUNCH" -n 1 --run-id "$(printf 'j%.0s' {1..63})" "$BATS_TEST_TMPDIR/rank"
     assert_success
-}
-
-# Without job control a script's & jobs start with SIGINT and SIGQUIT ignored, and a process keeps
-# that through exec.
-# bats test_tags=claim:14-launch-signals
-@test "14 tools/launch: every rank starts with SIGINT and SIGQUIT at their defaults, even when the launcher did not" {
-    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
-#!/usr/bin/env bash
-awk '/^SigIgn:/ { print $2 }' /proc/self/status >"$OUT/ignored$RANK"
-EOF
-    chmod +x "$BATS_TEST_TMPDIR/rank"
-    export OUT=$BATS_TEST_TMPDIR
-    check_defaults() {
-        for r in 0 1; do
-            mask=$((16#$(cat "$OUT/ignored$r")))
-            [ $((mask & 6)) -eq 0 ] || fail "$1: rank $r starts with signals ignored (mask $(cat "$OUT/ignored$r"): 2 INT, 4 QUIT)"
-        done
-    }
-    run "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank"
-    assert_success
-    check_defaults "launched from here"
-    # the launcher itself started as a script's & job, INT and QUIT ignored: its ranks not
-    if env --default-signal=INT true 2>/dev/null; then
-        rm -f "$OUT"/ignored*
-        run bash -c '"$0" -n 2 "$1" & wait $!' "$LAUNCH" "$BATS_TEST_TMPDIR/rank"
-        assert_success
-        check_defaults "launched as a & job"
-    fi
-}
-
-# bats test_tags=claim:14-launch-groups,claim:14-launch-stop
-@test "14 tools/launch stops what a rank started too: a wrapper's child that ignores TERM, on a signal or a failed rank" {
-    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
-#!/usr/bin/env bash
-# a wrapper: its child ignores TERM (only KILL stops it); rank 1 fails once its child runs
-bash -c 'trap "" TERM; echo $$ >"$OUT/child$RANK"; exec sleep 300' &
-for ((k = 0; k < 100; k++)); do [ -s "$OUT/child$RANK" ] && break; sleep 0.05; done
-[ "${MODE:-}" = fail ] && [ "$RANK" = 1 ] && exit 5
-wait
-EOF
-    chmod +x "$BATS_TEST_TMPDIR/rank"
-    export OUT=$BATS_TEST_TMPDIR
-    gone() {
-        for r in 0 1; do
-            pid=$(cat "$OUT/child$r")
-            if alive "$pid"; then
-                kill -KILL "$pid"
-                fail "$1: rank $r's child (pid $pid) still running after launch returned"
-            fi
-        done
-    }
-    "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank" 2>"$OUT/err" &
-    lp=$!
-    for ((k = 0; k < 100; k++)); do [ -s "$OUT/child0" ] && [ -s "$OUT/child1" ] && break; sleep 0.1; done
-    kill -TERM "$lp"
-    st=0
-    wait "$lp" || st=$?
-    assert_equal "$st" 143
-    gone "SIGTERM"
-    rm -f "$OUT"/child*
-    run --separate-stderr env MODE=fail "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 --grace-s 0 "$BATS_TEST_TMPDIR/rank"
-    assert_equal "$status" 5
-    gone "rank 1 failed"
-}
-
-# bats test_tags=claim:14-launch-tmpdir
-@test "14 tools/launch keeps the rings of a failed run in the folder it made, whatever TMPDIR's name holds ([1], *, a space)" {
-    cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
-#!/usr/bin/env bash
-echo ring >"$RENDEZVOUS_DIR/flight.$RUN_ID.rank$RANK"
-exit 7
-EOF
-    chmod +x "$BATS_TEST_TMPDIR/rank"
-    for name in 'a[1]b' 'a[b' 'a*b' 'a b'; do
-        tmp=$BATS_TEST_TMPDIR/$name
-        mkdir -p "$tmp"
-        run --separate-stderr env TMPDIR="$tmp" "$LAUNCH" -n 2 "$BATS_TEST_TMPDIR/rank"
-        assert_equal "$status" 7
-        [[ "$stderr" == *"rings are kept in $tmp/launch."* ]] || fail "TMPDIR=$tmp: $stderr"
-        [ -n "$(find "$tmp" -name 'flight.*.rank1')" ] || fail "TMPDIR=$tmp: no ring left: $(find "$tmp")"
-    done
-}
-
-# bats test_tags=claim:14-launch-values
-@test "14 tools/launch refuses an option given without its value, one line naming it, exit code 2" {
-    printf '#!/bin/sh\nexit 0\n' >"$BATS_TEST_TMPDIR/rank"
-    chmod +x "$BATS_TEST_TMPDIR/rank"
-    r=$BATS_TEST_TMPDIR/rank
-    while IFS='|' read -r args option; do
-        # shellcheck disable=SC2086
-        run --separate-stderr "$LAUNCH" $args
-        [ "$status" -eq 2 ] || fail "launch $args: exit code $status, expected 2"
-        one_line
-        [[ "$stderr" == "launch: $option needs a value"* ]] || fail "launch $args: $stderr"
-    done <<EOF
--n|-n
--n 2 --run-id --simulate-nodes $r|--run-id
--n 2 --rendezvous --simulate-nodes $r|--rendezvous
---nproc -n 2 $r|--nproc
--n 2 --restarts --grace-s 1 $r|--restarts
--n 2 --grace-s|--grace-s
--n 2 --nodes --node-rank 0 $r|--nodes
--n 2 --node-rank|--node-rank
-EOF
 }
 
 # ----------------------------------------------------------------------------
@@ -1097,4 +583,27 @@ EOF
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/b.json"
     assert_same_bits a b
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" flight_calls)" 92  # 30 x 3, the losses', the checksums'
+}
+
+# ----------------------------------------------------------------------------
+# compute-sanitizer, one rank: the course's set (helpers.bash, sanitizer_check)
+
+# bats test_tags=gpu,sanitizer
+@test "14 compute-sanitizer memcheck is clean" {
+    sanitizer_check memcheck
+}
+
+# bats test_tags=gpu,sanitizer
+@test "14 compute-sanitizer racecheck is clean" {
+    sanitizer_check racecheck
+}
+
+# bats test_tags=gpu,sanitizer
+@test "14 compute-sanitizer synccheck is clean" {
+    sanitizer_check synccheck
+}
+
+# bats test_tags=gpu,sanitizer
+@test "14 compute-sanitizer initcheck is clean" {
+    sanitizer_check initcheck
 }

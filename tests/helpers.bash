@@ -115,6 +115,49 @@ need_overlap() {
     fi
 }
 
+# The compute-sanitizer checks, one set for every lesson: its file holds one check per tool
+# (memcheck, racecheck, synccheck, initcheck), each `sanitizer_check TOOL`, and this table says
+# the small run of each lesson (one rank where it has several), so that no lesson's run drifts.
+sanitizer_args() {
+    case $1 in
+    05_stream_overlap) echo "--size-mib 2 --chunks 8 --reps 1 --warmup 0 --priority-trials 2" ;;
+    06_per_batch_sync | 07_event_sync) echo "$TINY" ;;
+    08_interval_sync | 09_four_stream_pipeline | 11_cuda_graph_step) echo "$TINY --sync-interval 5" ;;
+    10_async_loader_pipeline) echo "$TINY --workers 2 --prefetch 3 --sync-interval 5" ;;
+    12_data_parallel_overlap | 14_fault_tolerance | 15_graph_data_parallel) echo "$TINY --bucket-mib 0.01 --timeout-s 280" ;;
+    13_pipeline_parallel) echo "$TINY --micro-batches 2 --timeout-s 280" ;;
+    *) return 1 ;;
+    esac
+}
+
+# sanitizer_check TOOL: compute-sanitizer's TOOL on lesson $P's run of the table above; passes
+# when the program succeeds and the tool reports no error. Skips, saying why, without a GPU or
+# compute-sanitizer (or NCCL, for 12 and later). Lessons on NCCL (12 and later) run memcheck
+# without its leak check (NCCL keeps allocations of its own until the process ends) and without
+# reporting API errors (NCCL asks cudaFuncGetAttributes about kernels built for other GPUs, and
+# takes the error as the answer; the course checks every call of its own and would exit on one).
+sanitizer_check() {
+    local tool=$1 args
+    args=$(sanitizer_args "$P") || fail "sanitizer_args: no run for $P"
+    case $P in
+    0[0-9]_* | 1[01]_*) need_sanitizer ;;
+    *)
+        need_sanitizer
+        need_nccl
+        if [ "$tool" = memcheck ]; then
+            # shellcheck disable=SC2086
+            run "$ROOT/tests/timed" 300 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 99 \
+                "$BIN/$P" $args
+            assert_success
+            assert_output --partial "ERROR SUMMARY: 0 errors"
+            return
+        fi
+        ;;
+    esac
+    # shellcheck disable=SC2086
+    sanitize "$tool" "$BIN/$P" $args
+}
+
 # Runs compute-sanitizer's TOOL on a program and its arguments; passes when the
 # program succeeds and the tool reports no error.
 sanitize() {
@@ -386,7 +429,7 @@ run_ranks() {
 }
 
 # assert_stops_by_note PROGRAM RANKS ARGS...: for each rank failing in turn (the last, then
-# the first), --fail-how error at batch 5: every rank stops by itself well under --timeout-s
+# the first), --fault error at batch 5: every rank stops by itself well under --timeout-s
 # (30 s here), the failed one says so, every other one names it. Returns the seconds taken.
 assert_stops_by_note() {
     local program=$1 n=$2
@@ -396,7 +439,7 @@ assert_stops_by_note() {
         # a grace period longer than the check allows: the ranks must stop by themselves
         # shellcheck disable=SC2046
         run --separate-stderr "$ROOT/tests/timed" 90 "$LAUNCH" $(launch_options "$n") --grace-s 60 "$BIN/$program" \
-            "$@" --fail-rank "$failing" --fail-at-batch 5 --timeout-s 30
+            "$@" --fault error --fault-rank "$failing" --fault-at-batch 5 --timeout-s 30
         assert_equal "$status" 1
         assert_num "$SECONDS" "<" 15 "seconds until every rank had stopped (rank $failing failing, by its note)"
         [[ "$stderr" == *"$program rank $failing: stopping at batch 5"* ]] || fail "rank $failing's line: $stderr"
@@ -418,7 +461,7 @@ assert_stops_by_timeout() {
     SECONDS=0
     # shellcheck disable=SC2046
     run --separate-stderr "$ROOT/tests/timed" 90 "$LAUNCH" $(launch_options "$n") --grace-s 60 "$BIN/$program" "$@" \
-        --fail-rank $((n - 1)) --fail-at-batch 5 --fail-how hang --timeout-s 8
+        --fault hang --fault-rank $((n - 1)) --fault-at-batch 5 --timeout-s 8
     assert_equal "$status" 1
     assert_num "$SECONDS" ">=" 8 "seconds until every rank had stopped (the time limit is 8 s)"
     assert_num "$SECONDS" "<" 30 "seconds until every rank had stopped (the time limit is 8 s)"

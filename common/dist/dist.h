@@ -216,17 +216,25 @@ _Noreturn
 #endif
 void dist_abort(dist_env *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-// A failure on purpose (--fail-rank R --fail-at-batch N --fail-how error|hang): rank R stops at
-// the top of batch N, with an error (dist_fail: a note, noticed by the others at once) or by
-// hanging (dist_hang: no note, the others give up after --timeout-s).
-typedef enum { DIST_FAULT_ERROR, DIST_FAULT_HANG } dist_fault_how;  // --fail-how's words, in this order
+// A failure on purpose, the same three options in every lesson from 12:
+//   --fault WHAT --fault-rank R --fault-at-batch N   (the three go together; rank R, at batch N)
+// WHAT is one of the lesson's own words, "none" first (kind 0): 12, 13 and 15 pass
+// DIST_FAULT_WORDS, and dist_fault_inject stops rank R at the top of batch N with an error
+// (dist_fail: a note, noticed by the others at once) or by hanging (dist_hang: no note, the
+// others give up after --timeout-s); 14 passes its own words and injects them itself.
+typedef enum { DIST_FAULT_NONE, DIST_FAULT_ERROR, DIST_FAULT_HANG } dist_fault_kind;  // DIST_FAULT_WORDS, in order
+#define DIST_FAULT_WORDS "none|error|hang"
+#define DIST_FAULT_HELP                                                                            \
+    "fail on purpose: stop with an error and leave a note for the others, or hang (the GPU stops " \
+    "answering, no note: the others give up after --timeout-s)"
 typedef struct {
-    int rank, at_batch;  // -1: no failure
-    int how;             // dist_fault_how
+    int kind;            // the index of --fault's word in the lesson's words: 0 (none) by default
+    int rank, at_batch;  // -1: none
 } dist_fault;
-void dist_fault_options(dist_fault *f, arg_spec *specs, int *n);                            // adds the three options
+// Adds --fault (words, "none|..."; help), --fault-rank and --fault-at-batch to specs[*n].
+void dist_fault_options(dist_fault *f, const char *words, const char *help, arg_spec *specs, int *n);
 void dist_fault_check(const dist_env *d, const dist_fault *f, int batches);                 // usage errors: exit code 2
-void dist_fault_inject(dist_env *d, const dist_fault *f, long batch, cudaStream_t stream);  // at batch N, on rank R
+void dist_fault_inject(dist_env *d, const dist_fault *f, long batch, cudaStream_t stream);  // DIST_FAULT_WORDS' faults
 
 // An all-gather of `bytes` bytes from every rank, for the checks after the runs, in three steps:
 // dist_gather_begin puts this rank's part on the GPU where the gathered array holds it (rank r's

@@ -68,17 +68,18 @@ typedef struct {
 // harness_run, with extras (NULL: none).
 int harness_run_with(trainer *t, const train_variant *variants, int nvariants, harness_extras *x);
 
-// From now on the human-readable report (the harness's and the trace's) goes to `out`
-// instead of stdout (stderr with --json). Lesson 12's ranks other than 0 send it to
-// /dev/null: rank 0 reports for every rank.
-void harness_report_to(FILE *out);
-
-// What a program of several ranks (12 and later) makes of one rank's outputs, in `mine` (its
-// trainer's options, before trainer_init): its own trace file ("t.json" becomes "t.rank1.json",
-// any other name gains ".rank1", into trace_path), the JSON on rank 0 alone, the human report
-// silenced above rank 0. Returns where rank 0 reports for every rank (stderr under --json, else
-// stdout), NULL on the others. `name` begins its one message.
-FILE *harness_rank_outputs(const char *name, int rank, int world, train_options *mine, char *trace_path, size_t size);
+// Where one rank of a program of several (12 and later) writes, made of its trainer's options o
+// (before trainer_init), which it leaves as they are. The program passes the parts on: json and
+// trace_path into the options it builds its trainer with, human into the trainer (t.human).
+typedef struct {
+    int json;               // this rank writes the JSON: rank 0 alone, with every rank's figures in it
+    char trace_path[1100];  // this rank's --trace file: "t.json" becomes "t.rank1.json", any other
+                            // name gains ".rank1" (several ranks); "" when none
+    FILE *report;           // where rank 0 reports for every rank (stderr under --json, else stdout); NULL above
+    FILE *human;            // the harness's and the trace's report: report on rank 0, /dev/null above
+} rank_outputs;
+rank_outputs harness_rank_outputs(const char *name, int rank, int world,
+                                  const train_options *o);  // `name`: its message
 
 // The checksum of a run's losses, each as the float it was (the report's "losses" checksum;
 // lessons 12 and 14 compare it across ranks).

@@ -56,8 +56,7 @@ double harness_cpu_check(trainer *t, const double *losses);
 
 // ---- harness_report.c (the bottom: it uses no other file of the harness)
 
-// Where the human-readable report goes: harness_report_to's stream, else stdout
-// (stderr with --json).
+// Where the human-readable report goes: t->human, else stdout (stderr with --json).
 FILE *harness_human(const trainer *t);
 // The medians and spreads of a variant's runs, and its bound.
 void harness_summarise(trainer *t, variant_result *r, const stage_times *st);

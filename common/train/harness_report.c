@@ -10,11 +10,7 @@
 
 #include "common/gpu/memory.h"  // host_alloc, device_bytes_peak, pinned_bytes_peak
 
-static FILE *report_to;  // harness_report_to: where the report goes instead
-
-FILE *harness_human(const trainer *t) { return report_to ? report_to : t->opt.json ? stderr : stdout; }
-
-void harness_report_to(FILE *out) { report_to = out; }
+FILE *harness_human(const trainer *t) { return t->human ? t->human : t->opt.json ? stderr : stdout; }
 
 // "t.json" becomes "t.rank1.json", any other name gains ".rank1", with several ranks.
 static void rank_path(int rank, int world, const char *path, char *out, size_t size)
@@ -28,22 +24,22 @@ static void rank_path(int rank, int world, const char *path, char *out, size_t s
         snprintf(out, size, "%s.rank%d", path, rank);
 }
 
-FILE *harness_rank_outputs(const char *name, int rank, int world, train_options *mine, char *trace_path, size_t size)
+rank_outputs harness_rank_outputs(const char *name, int rank, int world, const train_options *o)
 {
-    FILE *out = mine->json ? stderr : stdout;  // rank 0 reports for every rank
-    mine->json = mine->json && rank == 0;      // rank 0 writes the JSON, with every rank's figures in it
-    if (mine->trace_path) {
-        rank_path(rank, world, mine->trace_path, trace_path, size);
-        mine->trace_path = trace_path;
+    rank_outputs r;
+    memset(&r, 0, sizeof r);
+    r.json = o->json && rank == 0;  // rank 0 writes the JSON, with every rank's figures in it
+    if (o->trace_path) rank_path(rank, world, o->trace_path, r.trace_path, sizeof r.trace_path);
+    if (rank == 0) {
+        r.report = r.human = o->json ? stderr : stdout;  // rank 0 reports for every rank
+        return r;
     }
-    if (rank == 0) return out;
-    FILE *quiet = fopen("/dev/null", "w");
-    if (!quiet) {
+    r.human = fopen("/dev/null", "w");
+    if (!r.human) {
         fprintf(stderr, "%s: cannot open /dev/null\n", name);
         exit(EXIT_FAILURE);
     }
-    harness_report_to(quiet);
-    return NULL;
+    return r;
 }
 
 void harness_summarise(trainer *t, variant_result *r, const stage_times *st)

@@ -82,6 +82,7 @@ typedef struct {
     int delays_on;    // test_delay acts only in the lesson's own runs
     char error[256];  // why a loop returned -1
     json_writer js;
+    FILE *human;  // where the human-readable report goes; NULL: stdout (stderr with --json) (harness.h)
 } trainer;
 
 // Checks the sizes (exit code 2 when they cannot work: too large for an int index,

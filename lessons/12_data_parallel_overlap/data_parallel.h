@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 592202483)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/data_parallel.h, made by `make lessons` (checksum 1425544396)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // data_parallel.h: lesson 12's types, and what its files call in one another (the overview
 // is in main.cu). meet.cu: how the ranks meet; stop.cu: how they stop, all of them when one
@@ -15,17 +15,19 @@
 #include <string.h>
 
 #include "buckets.h"            // the exercises, and through it ddp.h (the step) and lesson 08's loss ring
+#include "options.h"            // the step's options: dp_options, sm_sharing, dp_option_specs, dp_options_check
 #include "common/base/args.h"   // defines: arg_spec, arg_double, arg_choice, args_parse, usage_error, arg_int
 #include "common/base/check.h"  // defines: CUDA_CHECK, CUBLAS_CHECK
 #include "common/dist/dist.h"   // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_meet_begin,
                                 //          dist_write_id, dist_read_id, dist_watch, dist_wait_issued, dist_connected,
                                 //          dist_option_specs, NCCL_CHECK, dist_fault_inject, dist_finish,
                                 //          dist_describe, DIST_HOW_TO_RUN, dist_abort, dist_describe_json,
-                                //          dist_fault_check, dist_fault_options, dist_gather_begin, dist_gather_end,
+                                //          dist_fault_check, dist_fault_options, DIST_FAULT_WORDS, DIST_FAULT_HELP,
+                                //          dist_gather_begin, dist_gather_end,
                                 //          dist_say_stop, dist_stop_begin, dist_unwatch, dist_waiting_over,
                                 //          dist_waiting_start, dist_split_ready
 #include "common/train/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_finish,
-                                   //          harness_rank_outputs
+                                   //          harness_rank_outputs, rank_outputs
 #include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool
 #include "common/gpu/kernels.h"    // defines: launch_spin
 #include "common/gpu/memory.h"     // defines: host_calloc
@@ -43,27 +45,6 @@
 #define QUEUE_AHEAD_NS 2000000LL  // 2 ms of spinning before timed work: the host queues it all meanwhile
 
 typedef enum { OVERLAP_BUCKETS, OVERLAP_NONE } overlap_mode;
-
-// What the gradients' communicator is told about the GPU it shares with the matrix products
-// (--comm-ctas, --comm-policy): at most this many CTAs (thread blocks, each holding an SM) per
-// NCCL kernel (0: NCCL chooses), and NCCL's CTA policy; and how many SMs cuBLAS sizes its
-// products for (--gemm-sms; 0: every SM). meet.cu and setup apply them; notes/12 measures them.
-typedef struct {
-    int comm_ctas;
-    int efficiency;  // NCCL_CTA_POLICY_EFFICIENCY: "minimal number of CTAs", NCCL's words
-    int gemm_sms;
-    int nonblocking;  // --grad-comm nonblocking: the gradients' communicator issues from a thread, as the parent
-} sm_sharing;
-
-// The step's options, lesson 12's and 15's (options.cu): --bucket-mib, --ready-after, --comm-ctas,
-// --comm-policy, --gemm-sms, the bootstrap's --rendezvous and --timeout-s, the test faults --fail-*.
-typedef struct {
-    double bucket_mib;
-    int ready_after;     // ready_point
-    sm_sharing sharing;  // (12 adds --grad-comm)
-    dist_options dist;
-    dist_fault fault;
-} dp_options;
 
 typedef struct {
     double forward_ms, backward_ms, update_ms;  // the compute stream alone, one step
@@ -83,13 +64,7 @@ void leave_ranks(dist_env *d);
 
 // buckets.cu: buckets.h (the exercises: the plan, each bucket's all-reduce and its wait)
 
-// options.cu
-void dp_options_default(dp_options *o);
-// The step's options, appended to specs[*n].
-void dp_option_specs(dp_options *o, arg_spec *specs, int *n);
-// After args_parse: the bootstrap configured, then what depends on the ranks (the batch divisible,
-// the faults) and on NCCL's version; a usage error (exit code 2) names what is wrong.
-void dp_options_check(dist_env *d, const dp_options *o, const train_options *train);
+// options.cu: options.h, and
 // After trainer_init, before the ranks meet: --gemm-sms checked against the GPU, the plan
 // (12-bucket-plan), the hooks through which ddp.h's step calls this lesson's other exercises
 // (buckets.cu), then the step's streams, buffers and events, its host waits polled (stop.cu);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.h, made by `make lessons` (checksum 2204016935)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.h, made by `make lessons` (checksum 2664890599)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // ddp.h: lesson 12's data-parallel step, for 12 and the lessons that link its library (14, 15). Every rank
 // holds the whole model and trains on its shard of each batch; the backward pass produces the
@@ -76,7 +76,7 @@ struct data_parallel {
     ready_point ready_after;         // READY_WEIGHTS by default
     bucket_plan plan;                // the lesson's (12-bucket-plan)
     ncclComm_t grads;                // the gradients' communicator (12: split from the parent; 14: the parent)
-    dist_fault fault;                // 12's --fail-rank, --fail-at-batch, --fail-how (-1: none)
+    dist_fault fault;                // --fault error|hang, --fault-rank, --fault-at-batch
     cudaStream_t comm_stream;        // the all-reduces (high priority: they start as soon as they may)
     float *d_sum;                    // the gradients summed over the ranks: what the all-reduce writes
     mlp_model averaged;              // the model as the update sees it: gradients d_sum, rate lr / ranks

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 3235386549)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/main.cu, made by `make lessons` (checksum 200711160)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // 12_data_parallel_overlap: data-parallel training on any number of GPUs, the
 // gradients averaged with NCCL while the backward pass is still running.
@@ -104,18 +104,19 @@ int main(int argc, char **argv)
     train_options shard = o.train;  // what this rank's trainer is built for: one shard of every batch
     shard.batch = o.train.batch / d.world;
     shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
-    char trace_path[1100];
-    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &shard, trace_path,
-                                     sizeof trace_path);  // rank 0 reports for every rank
+    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &shard);  // rank 0 reports for every rank
+    shard.json = outs.json;
+    shard.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
+    t.human = outs.human;
     dp_setup(&t, &dp, &o.dp);  // options.cu: the plan, the hooks, the step's state, before any rank waits
     meet_ranks(&d);            // meet.cu
     dp.grads = open_gradient_comm(&d, &o.dp.sharing);
-    int ok = run_and_report(&t, &dp, &o, out);
+    int ok = run_and_report(&t, &dp, &o, outs.report);
     ddp_teardown(&dp);
     leave_ranks(&d);  // stop.cu
-    if (o.train.check_cpu && d.world > 1 && d.rank == 0) ok = cpu_check_whole_batch(&t, &o.train, out) && ok;
+    if (o.train.check_cpu && d.world > 1 && d.rank == 0) ok = cpu_check_whole_batch(&t, &o.train, outs.report) && ok;
     return harness_finish(&t, ok);
 }

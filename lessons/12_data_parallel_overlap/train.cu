@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 1939179709)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/train.cu, made by `make lessons` (checksum 2938701260)
 // Fill in its 1 TODO.
 // train.cu (lesson 12): lesson 08's training loop on this rank's shard, its waits polled
 // (stop.cu), each batch's step ddp.h's with this lesson's exercises as its hooks
@@ -32,7 +32,7 @@ int train_loop(trainer *t, void *ctx)
     data_parallel *dp = (data_parallel *)ctx;
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
-        dist_fault_inject(dp->dist, &dp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
+        dist_fault_inject(dp->dist, &dp->fault, i, t->compute_stream);  // --fault: a failure on purpose
         float *d_batch = copy_batch(t, dp, i);
         ddp_step(t, dp, i, d_batch);  // forward, backward, the buckets (buckets.cu: the hooks), the updates
         CUDA_CHECK(cudaEventRecord(dp->stepped[i % SLOTS], t->compute_stream));

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 707551795)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 2790106911)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -221,7 +221,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o, pipeli
     specs[n++] = arg_int("gemm-sms", &o->sharing.gemm_sms, 0, 1024, "N",
                          "cuBLAS sizes its products for N SMs (cublasSetSmCountTarget); 0: every SM");
     dist_option_specs(&o->dist, specs, &n);
-    dist_fault_options(&pp->fault, specs, &n);
+    dist_fault_options(&pp->fault, DIST_FAULT_WORDS, DIST_FAULT_HELP, specs, &n);
     const char *summary =
         "Train an MLP cut into pipeline stages, one GPU each, on micro-batches (GPipe, 1F1B).\n" DIST_HOW_TO_RUN(
             "stages");
@@ -272,17 +272,18 @@ int main(int argc, char **argv)
     pp.sharing = o.sharing;
     dist_configure(&d, o.dist.rendezvous, o.dist.timeout_s);
     train_options mine = o.train;
-    char trace_path[1100];
-    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &mine, trace_path,
-                                     sizeof trace_path);  // rank 0 reports for every rank
+    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &mine);  // rank 0 reports for every rank
+    mine.json = outs.json;
+    mine.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &mine, HOST_SLOTS, 1, STEP_RING);
+    t.human = outs.human;
     if (o.sharing.gemm_sms > t.dev.sms)
         usage_error(d.name, "--gemm-sms %d: this GPU has %d SMs", o.sharing.gemm_sms, t.dev.sms);
     dist_connect(&d);  // lesson 12's meet_ranks
     setup(&t, &pp, o.stages, o.micro_batches);
-    int ok = run_and_report(&t, &pp, &o, out);
+    int ok = run_and_report(&t, &pp, &o, outs.report);
     teardown(&pp);
     dist_finish(&d);
     return harness_finish(&t, ok);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 1701525436)
+// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 1159601150)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // pipeline.h: lesson 13's types, and what its files call in one another (the overview is
 // in main.cu). stages.cu: the stages, the schedules, the activation slots; links.cu: the
@@ -18,9 +18,9 @@
                                    //          dist_event_wait, NCCL_CHECK, dist_split_ready, dist_close, dist_fail,
                                    //          dist_fault_inject, dist_allgather, dist_finish, dist_option_specs,
                                    //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_fault_check,
-                                   //          dist_fault_options
+                                   //          dist_fault_options, DIST_FAULT_WORDS, DIST_FAULT_HELP
 #include "common/train/harness.h"  // defines: train_variant, harness_extras, harness_run_with, harness_finish,
-                                   //          harness_rank_outputs
+                                   //          harness_rank_outputs, rank_outputs
 #include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool
 #include "common/gpu/kernels.h"    // defines: launch_spin
 #include "common/gpu/memory.h"     // defines: device_alloc, device_free, pinned_alloc, pinned_free, host_calloc,
@@ -129,7 +129,7 @@ typedef struct {
     float *d_losses, *h_losses;        // the run's losses, broadcast from the last stage
     cudaEvent_t losses_landed;
     float *d_ref;            // the reference's activations: every layer, one micro-batch
-    dist_fault fault;        // --fail-rank, --fail-at-batch, --fail-how
+    dist_fault fault;        // --fault error|hang, --fault-rank, --fault-at-batch
     p2p_grouping grouping;   // --p2p-group
     int group_open;          // P2P_PAIRS: a send is posted in a group not ended yet
     cudaEvent_t sent_event;  // ... and the event to record behind it once the group has ended

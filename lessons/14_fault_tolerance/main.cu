@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1131587954)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1913019555)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -41,7 +41,7 @@ static const char *PROG = "14_fault_tolerance";
 static void setup(trainer *t, fault_tolerance *ft, const options *o)
 {
     data_parallel *dp = &ft->dp;
-    plan_buckets(&t->model.shape, (size_t)(o->bucket_mib * 1048576.0), &dp->plan);  // lesson 12's
+    plan_buckets(&t->model.shape, dp_bucket_bytes(&o->dp), &dp->plan);  // lesson 12's
     step_hooks(ft);                      // train.cu: lesson 12's hooks, recorded, with the faults around them
     ddp_setup(t, dp, dist_polled_wait);  // the plan checked; streams, buffers, events; the waits polled
     recorder_init(&ft->rec, ft->dist, o->ring_slots);
@@ -66,16 +66,8 @@ static void check_options(const dist_env *d, const options *o)
 {
     const char *n = d->name;
     const train_options *t = &o->train;
-    if (t->batch % d->world != 0)
-        usage_error(n, "--batch %d is not divisible by the %d ranks: every rank trains on an equal shard", t->batch,
-                    d->world);
-    const fault_plan *p = &o->fault;
-    if ((p->kind != FAULT_NONE) != (p->rank >= 0) || (p->rank >= 0) != (p->at_batch >= 0))
-        usage_error(n, "--fault, --fault-rank and --fault-at-batch go together: what, which rank, at which batch");
-    if (p->rank >= d->world)
-        usage_error(n, "--fault-rank %d: there are %d ranks (0 to %d)", p->rank, d->world, d->world - 1);
-    if (p->at_batch >= t->batches)
-        usage_error(n, "--fault-at-batch %d: the run has %d batches", p->at_batch, t->batches);
+    const dist_fault *p = &o->fault;
+    dist_fault_check(d, p, t->batches);
     int on_checkpoint = p->kind == FAULT_TORN || p->kind == FAULT_DISK_FULL;
     if (on_checkpoint && !o->ckpt_root)
         usage_error(n, "--fault torn and --fault disk-full break a checkpoint's write: give --checkpoint-dir");
@@ -110,15 +102,12 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
     memset(o, 0, sizeof *o);
     train_options_default(&o->train);
     o->train.batch = SHARD * d->world;
-    o->bucket_mib = 25;
+    dp_options_default(&o->dp);
     o->ckpt_every = 10;
     o->ring_slots = RING_SLOTS;
-    o->fault.kind = FAULT_NONE;
-    o->fault.rank = o->fault.at_batch = -1;
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
-    specs[n++] = arg_double("bucket-mib", &o->bucket_mib, 0.001, 4096, "MIB", "gradients per all-reduce, about");
-    dist_option_specs(&o->dist, specs, &n);  // --rendezvous (where every rank's flight ring goes too), --timeout-s
+    dp_step_option_specs(&o->dp, specs, &n);  // --bucket-mib, --rendezvous (every rank's flight ring too), --timeout-s
     specs[n++] = arg_string("checkpoint-dir", &o->ckpt_root, "DIR",
                             "write checkpoints into this folder, and resume from its newest complete one");
     specs[n++] = arg_int("checkpoint-every", &o->ckpt_every, 1, 1000000, "N", "batches between two checkpoints");
@@ -126,20 +115,19 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
                          "every N batches the ranks compare their calls before they issue them; 0: never");
     specs[n++] = arg_int("ring-slots", &o->ring_slots, 16, FLIGHT_MAX_SLOTS, "K",
                          "the flight recorder keeps the last K calls");
-    specs[n++] = arg_choice("fault", &o->fault.kind, "none|kill|skip|order|torn|disk-full",
-                            "inject a fault, in a launch's first attempt only: SIGKILL with an all-reduce issued, skip "
-                            "one, buckets in the opposite order, die half way through a checkpoint, a full disk");
-    specs[n++] = arg_int("fault-rank", &o->fault.rank, -1, 65535, "R", "with --fault: the rank it strikes; -1: none");
-    specs[n++] = arg_int("fault-at-batch", &o->fault.at_batch, -1, 1000000, "N",
-                         "with --fault: at this batch (torn, disk-full: the checkpoint after it); -1: none");
+    dist_fault_options(&o->fault, "none|kill|skip|order|torn|disk-full",  // fault_kind's words, in its order
+                       "inject a fault, in a launch's first attempt only: SIGKILL with an all-reduce issued, skip "
+                       "one, buckets in the opposite order, die half way through a checkpoint (torn, disk-full: "
+                       "the checkpoint after --fault-at-batch), a full disk",
+                       specs, &n);
     const char *summary = "Train an MLP on every GPU as lesson 12 does, with a flight recorder, fingerprint checks, "
                           "checkpoints and restarts.\n" DIST_HOW_TO_RUN(
                               "ranks") " [--restarts R]; where the "
                                        "ranks went apart: build/tools/flight-report DIR";
     args_parse(argc, argv, d->name, summary, specs, n);
     if (o->ckpt_root && !o->ckpt_root[0]) o->ckpt_root = NULL;  // --checkpoint-dir "": none, said once here
-    dist_configure(d, o->dist.rendezvous, o->dist.timeout_s);
-    o->fault.attempt = launch_attempt(d->name);
+    dp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
+    o->attempt = launch_attempt(d->name);
     check_options(d, o);
 }
 
@@ -150,8 +138,7 @@ static void state_from(fault_tolerance *ft, dist_env *d, const options *o)
     ft->dist = d;
     ft->dp.dist = d;
     ft->dp.overlap = 1;  // lesson 12's own variant: each bucket's all-reduce under the backward pass
-    ft->dp.fault.rank = ft->dp.fault.at_batch = -1;  // 12's --fail-*: this lesson has its own faults
-    ft->fault = o->fault;
+    ft->fault = (fault_plan){o->fault.kind, o->fault.rank, o->fault.at_batch, o->attempt};  // 12's dp.fault: none
     ft->fingerprint_every = o->fingerprint_every;
     ft->ckpt.root = o->ckpt_root;
     ft->ckpt.every = o->ckpt_every;
@@ -170,18 +157,20 @@ int main(int argc, char **argv)
     train_options shard = o.train;  // this rank's trainer: one shard of every batch
     shard.batch = o.train.batch / d.world;
     shard.check_cpu = 0;
-    char trace_path[1100];
-    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &shard, trace_path, sizeof trace_path);
+    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &shard);  // rank 0 reports for every rank
+    shard.json = outs.json;
+    shard.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
     mlp_shape shape;
     mlp_shape_init(&shape, o.train.in_dim, o.train.hidden, o.train.hidden_layers, o.train.out_dim, shard.batch);
     const train_options *w = &o.train;  // the whole batch's
     ckpt_run_init(&ft.ckpt.run, d.world, shape.dims, shape.layers, (long long)shape.nparams, w->seed, w->batch,
-                  shard.batch, w->lr, w->prep_work, (long long)(o.bucket_mib * 1048576.0));
+                  shard.batch, w->lr, w->prep_work, (long long)dp_bucket_bytes(&o.dp));
     find_checkpoints(&ft, w->batches);  // another run's: one line, exit code 2, no GPU touched
 
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
+    t.human = outs.human;
     dist_connect(&d);
     ft.dp.grads = d.comm;  // the gradients' all-reduces on the parent communicator: every call recorded
     setup(&t, &ft, &o);
@@ -193,7 +182,7 @@ int main(int argc, char **argv)
     train_loop(&t, &ft);
     CUDA_CHECK(dist_event_wait(&d, ft.dp.losses_averaged));
     trace_end(&run);
-    int ok = report(&t, &ft, host_now_ms() - t0, out);  // report.cu
+    int ok = report(&t, &ft, host_now_ms() - t0, outs.report);  // report.cu
     recorder_write(&ft.rec, ok ? "- (the run ended)" : "the run ended, its checks FAILED");
     teardown(&ft);
     dist_finish(&d);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 164200528)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 570797030)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // graph_dp.h: lesson 15's types, and what its files call in one another (the overview
 // is in main.cu). graphs.cu: the warm-up, and the exercises (the capture around the all-reduces,
@@ -15,7 +15,8 @@
 #include "common/dist/dist.h"   // defines: dist_init, dist_select_device, NCCL_CHECK, dist_fault_inject, dist_describe,
                                 //          dist_describe_json, dist_abort, dist_wait_issued, DIST_HOW_TO_RUN
 #include "common/gpu/graphs.h"  // defines: graph_census, graph_census_of
-#include "common/train/harness.h"  // defines: harness_run_with, harness_finish, harness_rank_outputs
+#include "common/train/harness.h"  // defines: harness_run_with, harness_finish, harness_rank_outputs,
+                                   //          rank_outputs
 #include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool
 #include "common/gpu/memory.h"     // defines: host_calloc
 #include "common/base/timing.h"    // defines: host_now_ms

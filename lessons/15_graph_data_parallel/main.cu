@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/main.cu, made by `make lessons` (checksum 1948573722)
+// STUDENT VERSION of solutions/15_graph_data_parallel/main.cu, made by `make lessons` (checksum 4239730614)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // 15_graph_data_parallel: lesson 12's data-parallel step, its all-reduces included, captured once
 // as CUDA graphs and replayed with one launch per batch on every rank.
@@ -199,11 +199,13 @@ int main(int argc, char **argv)
     train_options shard = o.train;  // what this rank's trainer is built for: one shard of every batch
     shard.batch = o.train.batch / d.world;
     shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
-    char trace_path[1100];
-    FILE *out = harness_rank_outputs(d.name, d.rank, d.world, &shard, trace_path, sizeof trace_path);
+    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &shard);  // rank 0 reports for every rank
+    shard.json = outs.json;
+    shard.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
     dist_select_device(&d);
     trainer t;
     trainer_init(&t, d.name, &shard, SLOTS, SLOTS, GRAPH_RING);
+    t.human = outs.human;
     dp_setup(&t, &dp, &o.dp);                          // lesson 12's: the plan, the hooks, the step's state
     meet_ranks(&d);                                    // lesson 12's meet.cu
     dp.grads = open_gradient_comm(&d, &o.dp.sharing);  // blocking: each call only queues (sharing.nonblocking 0)
@@ -220,12 +222,12 @@ int main(int argc, char **argv)
             if (!o.no_warm_up) warm_up(&graphs, &t);  // graphs.cu: one step call by call, outside any capture
             capture_graphs(&graphs, &t);
         }
-        ok = run_and_report(&t, &graphs, &o, out);
+        ok = run_and_report(&t, &graphs, &o, outs.report);
     }
     destroy_graphs(&graphs);
     ddp_teardown(&dp);
     leave_ranks(&d);  // lesson 12's stop.cu
     if (o.train.check_cpu && d.world > 1 && d.rank == 0 && o.broken == BREAK_NONE)
-        ok = cpu_check_whole_batch(&t, &o.train, out) && ok;
+        ok = cpu_check_whole_batch(&t, &o.train, outs.report) && ok;
     return harness_finish(&t, ok);
 }

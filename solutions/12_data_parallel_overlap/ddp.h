@@ -74,7 +74,7 @@ struct data_parallel {
     ready_point ready_after;         // READY_WEIGHTS by default
     bucket_plan plan;                // the lesson's (12-bucket-plan)
     ncclComm_t grads;                // the gradients' communicator (12: split from the parent; 14: the parent)
-    dist_fault fault;                // 12's --fail-rank, --fail-at-batch, --fail-how (-1: none)
+    dist_fault fault;                // --fault error|hang, --fault-rank, --fault-at-batch
     cudaStream_t comm_stream;        // the all-reduces (high priority: they start as soon as they may)
     float *d_sum;                    // the gradients summed over the ranks: what the all-reduce writes
     mlp_model averaged;              // the model as the update sees it: gradients d_sum, rate lr / ranks

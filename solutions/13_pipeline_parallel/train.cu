@@ -281,7 +281,7 @@ int train_loop(trainer *t, void *ctx)
     memset(sched->crossed, 0, sizeof(long) * CROSSING_KINDS * (size_t)st->micro_batches);
     sched->pairs = 0;
     for (long i = 0; i < n; i++) {
-        dist_fault_inject(pp->dist, &pp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
+        dist_fault_inject(pp->dist, &pp->fault, i, t->compute_stream);  // --fault: a failure on purpose
         if (i >= 2) step_wait(t, pp, i - 2);  // two batches ahead at most: events and buffers stay in their rings
         for (int k = 0; k < sched->nops; k++) {
             const step_op *op = &sched->ops[k];

@@ -11,20 +11,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/base/args.h"        // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error,
-                                     //          arg_double
+#include "common/base/args.h"        // defines: arg_spec, arg_int, arg_string, args_parse, usage_error
 #include "common/base/check.h"       // defines: CUDA_CHECK
 #include "common/recovery/ckpt.h"    // defines: ckpt_header, ckpt_manifest, ckpt_encode, ckpt_read_rank, ckpt_complete,
                                      //          ckpt_rank_file, ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS,
                                      //          ckpt_folder, CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune,
                                      //          ckpt_run_differs, ckpt_run_init
-#include "common/dist/dist.h"        // defines: dist_env, dist_init, dist_configure, dist_select_device, dist_connect,
+#include "common/dist/dist.h"        // defines: dist_env, dist_init, dist_select_device, dist_connect,
                                      //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
-                                     //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_option_specs,
-                                     //          dist_gather_begin, dist_gather_end
+                                     //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_fault_check,
+                                     //          dist_fault_options, dist_gather_begin, dist_gather_end
 #include "common/recovery/flight.h"  // defines: flight_entry, flight_ring, flight_op, flight_write, flight_describe,
                                      //          FLIGHT_MAX_SLOTS
-#include "common/train/harness.h"    // defines: harness_finish, harness_rank_outputs
+#include "common/train/harness.h"    // defines: harness_finish, harness_rank_outputs, rank_outputs
 #include "common/base/json.h"        // defines: json_int, json_num, json_str, json_bool, json_hex
 #include "common/gpu/memory.h"       // defines: pinned_alloc, pinned_free, host_calloc
 #include "common/base/timing.h"      // defines: host_now_ms
@@ -38,6 +37,8 @@
 // ddp_teardown), lesson 08's loss ring (loss_ring_queue, loss_ring_interval), and its exercises: the
 // bucket plan, each bucket's all-reduce issued after its gradients, the wait for it before the update
 #include "12_data_parallel_overlap/buckets.h"  // defines: plan_buckets, issue_bucket, wait_reduced
+#include "12_data_parallel_overlap/options.h"  // defines: dp_options, dp_options_default, dp_step_option_specs,
+                                               //          dp_options_check, dp_bucket_bytes
 
 #define SHARD 512         // samples per rank and batch, by default (lesson 12)
 #define SLOTS DDP_SLOTS   // host and device batch slots (lesson 08)
@@ -69,13 +70,13 @@ typedef struct {
 // size, the rendezvous, and lesson 14's own.
 typedef struct {
     train_options train;
-    double bucket_mib;      // --bucket-mib
-    dist_options dist;      // --rendezvous, --timeout-s
+    dp_options dp;          // lesson 12's: --bucket-mib, --rendezvous, --timeout-s (dp_step_option_specs)
     const char *ckpt_root;  // --checkpoint-dir: NULL when none (an empty one is none too)
     int ckpt_every;         // --checkpoint-every
     int fingerprint_every;  // --fingerprint-every: 0 never
     int ring_slots;         // --ring-slots
-    fault_plan fault;       // --fault, --fault-rank, --fault-at-batch
+    dist_fault fault;       // --fault (fault_kind's words), --fault-rank, --fault-at-batch: dist.h's parser
+    int attempt;            // LAUNCH_ATTEMPT
 } options;
 
 // Every communication call of this rank, the last `slots` of them kept: what it was, and an

@@ -13,7 +13,8 @@
 #include "common/dist/dist.h"   // defines: dist_init, dist_select_device, NCCL_CHECK, dist_fault_inject, dist_describe,
                                 //          dist_describe_json, dist_abort, dist_wait_issued, DIST_HOW_TO_RUN
 #include "common/gpu/graphs.h"  // defines: graph_census, graph_census_of
-#include "common/train/harness.h"  // defines: harness_run_with, harness_finish, harness_rank_outputs
+#include "common/train/harness.h"  // defines: harness_run_with, harness_finish, harness_rank_outputs,
+                                   //          rank_outputs
 #include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool
 #include "common/gpu/memory.h"     // defines: host_calloc
 #include "common/base/timing.h"    // defines: host_now_ms

@@ -179,7 +179,7 @@ int graph_loop(trainer *t, void *ctx)
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     g->launches = 0;
     for (long i = 0; i < t->opt.batches; i++) {
-        dist_fault_inject(dp->dist, &dp->fault, i, t->compute_stream);  // --fail-rank: a failure on purpose
+        dist_fault_inject(dp->dist, &dp->fault, i, t->compute_stream);  // --fault: a failure on purpose
         copy_batch(t, dp, i);  // lesson 12's, into device slot i % SLOTS: the one graph i % GRAPH_RING reads
         // BEGIN SOLUTION(15-replay): the whole step in one call: launch the graph of batch i's ring
         // position on the compute stream (every rank launches the same one), and count it in
