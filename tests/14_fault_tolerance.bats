@@ -1308,7 +1308,9 @@ assert_same_checkpoints() {
         grep -q "^checkpoint stall: .* ms each .*, against .* ms for the weights' copy alone at .* GB/s pinned" \
             "$BATS_TEST_TMPDIR/$name.txt" || fail "$name: $(cat "$BATS_TEST_TMPDIR/$name.txt")"
     done
-    grep -q "^checkpoints (snapshot): 5 due, 5 written, .*; 0 came due while one was being written" \
+    # how many come due while the one before is in flight is the host's lead over the GPU and the
+    # disk's speed (4 of 5 on an H200, 2026-11-27): counted, each one waited for, never asserted
+    grep -qE "^checkpoints \(snapshot\): 5 due, 5 written, .*; ([0-9]) came due while one was being written: \1 waited for the writer \(.* ms\), 0 skipped" \
         "$BATS_TEST_TMPDIR/snap.txt" || fail "$(cat "$BATS_TEST_TMPDIR/snap.txt")"
     assert_num "$(json_get "$BATS_TEST_TMPDIR/snap.json" checkpoint_copy_ms)" ">" 0 "the snapshot's copy, timed"
 }
