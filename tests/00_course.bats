@@ -279,6 +279,7 @@ EXERCISE_KEY_CALLS='
 14-events             cudaEventQuery\(r->done
 14-atomic             fsync\(fileno
 14-resume             cudaMemcpy\(t->model.d_params
+14-snapshot           cudaStreamWaitEvent\(t->compute_stream, s->copied
 15-capture            cudaStreamBeginCapture\(compute
 15-loss-event         cudaEventRecordWithFlags\(dp->losses.ready
 15-replay             cudaGraphLaunch\(g->exec\[i

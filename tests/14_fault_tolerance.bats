@@ -68,14 +68,36 @@ flight_race() {
     echo "$bin"
 }
 
+# snapshot_host: tests/snapshot-host.c with the course's snapshot.cu, writer.cu and checkpoint.cu,
+# compiled as C with their CUDA and NCCL calls stubbed, under ThreadSanitizer (gcc, seconds); prints
+# its path.
+snapshot_host() {
+    local bin=$BATS_FILE_TMPDIR/snapshot-host flags f
+    if [ ! -x "$bin" ]; then
+        flags=$(make -s --no-print-directory -C "$ROOT" host-includes) || fail "make host-includes failed"
+        for f in snapshot writer checkpoint; do
+            # shellcheck disable=SC2086
+            (cd "$ROOT" && gcc -x c -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=thread $flags \
+                -c solutions/$P/$f.cu -o "$bin.$f.o") || fail "the lesson's $f.cu does not build host-only"
+        done
+        # shellcheck disable=SC2086
+        (cd "$ROOT" && gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=thread $flags tests/snapshot-host.c \
+            "$bin.snapshot.o" "$bin.writer.o" "$bin.checkpoint.o" common/recovery/ckpt.c common/recovery/ckpt_run.c \
+            common/recovery/ckpt_folders.c common/base/own_file.c -lpthread -o "$bin") ||
+            fail "tests/snapshot-host.c does not build"
+    fi
+    echo "$bin"
+}
+
 # ----------------------------------------------------------------------------
 # course health: no GPU needed
 
 @test "14 builds, and --help lists its options, one default each inside its range, and how to restart" {
     need_nccl
     check_help "$P"
-    for option in --checkpoint-dir --checkpoint-every --fingerprint-every --ring-slots --fault --fault-rank \
-        --fault-at-batch --rendezvous --timeout-s --bucket-mib --json; do
+    for option in --checkpoint-dir --checkpoint-every --checkpoint-mode --checkpoint-busy --write-delay-ms \
+        --fingerprint-every --ring-slots --fault --fault-rank --fault-at-batch --rendezvous --timeout-s --bucket-mib \
+        --json; do
         assert_output --partial -- "$option"
     done
     assert_output --partial "--restarts"
@@ -88,6 +110,9 @@ flight_race() {
     check_rejects "$P" fault-rank abc -2 65536
     check_rejects "$P" fault-at-batch abc -2
     check_rejects "$P" checkpoint-every abc 0 -1
+    check_rejects "$P" checkpoint-mode abc async 1
+    check_rejects "$P" checkpoint-busy abc block 1
+    check_rejects "$P" write-delay-ms abc -1 600001
     check_rejects "$P" fingerprint-every abc -1
     check_rejects "$P" ring-slots abc 15 65537
     check_rejects "$P" checkpoint-dir /nonexistent-folder
@@ -115,6 +140,19 @@ flight_race() {
     [[ "$stderr" == *"no checkpoint is written after batch 8"* ]] || fail "no checkpoint there: $stderr"
     check X=1 "$BIN/$P" $S14 --fault torn --fault-rank 0 --fault-at-batch 29 --checkpoint-dir "$BATS_TEST_TMPDIR" \
         --checkpoint-every 5
+    # kill-writing: a snapshot's writer, a checkpoint after that batch, the next one after the kill
+    ck="--checkpoint-dir $BATS_TEST_TMPDIR --checkpoint-every 5"
+    check X=1 "$BIN/$P" $S14 --fault kill-writing --fault-rank 0 --fault-at-batch 9
+    [[ "$stderr" == *"--checkpoint-dir"* ]] || fail "kill-writing without checkpoints: $stderr"
+    # shellcheck disable=SC2086
+    check X=1 "$BIN/$P" $S14 $ck --checkpoint-mode blocking --fault kill-writing --fault-rank 0 --fault-at-batch 9
+    [[ "$stderr" == *"needs --checkpoint-mode snapshot"* ]] || fail "kill-writing, blocking: $stderr"
+    # shellcheck disable=SC2086
+    check X=1 "$BIN/$P" $S14 $ck --batches 26 --fault kill-writing --fault-rank 0 --fault-at-batch 24
+    [[ "$stderr" == *"two batches later, past the run's 26"* ]] || fail "kill-writing past the end: $stderr"
+    check X=1 "$BIN/$P" $S14 --checkpoint-dir "$BATS_TEST_TMPDIR" --checkpoint-every 2 --fault kill-writing \
+        --fault-rank 0 --fault-at-batch 9
+    [[ "$stderr" == *"needs --checkpoint-every 3 or more"* ]] || fail "kill-writing every 2: $stderr"
     check RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" LAUNCH_ATTEMPT=x "$BIN/$P" $S14
     [[ "$stderr" == *"LAUNCH_ATTEMPT"* ]] || fail "got: $stderr"
 }
@@ -235,6 +273,34 @@ EOF
     done
 }
 
+# The writer thread and the main thread without a GPU: snapshot.cu, writer.cu and checkpoint.cu as they are, a
+# copy landing as it is issued (the order on the device is the GPU checks' to prove), several ranks
+# as threads sharing a rendezvous folder as processes would.
+# bats test_tags=host-sanitizer,claim:14-busy,claim:14-writer-stop,claim:14-manifest-last
+@test "14 checkpoint writer, host-only under TSan: blocking's bytes; busy waits, skips counted; manifest last; failures said" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own snapshot.cu: not in a student's copy"
+    bin=$(snapshot_host)
+    for c in same busy-wait busy-skip ranks skip-one; do
+        rm -rf "$BATS_TEST_TMPDIR/$c" && mkdir "$BATS_TEST_TMPDIR/$c"
+        run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR/$c" "$c"
+        [ "$status" -eq 0 ] || fail "$c: exit code $status: $(head -n 20 <<<"$output")"
+        assert_output --partial "$c: holds"
+        refute_output --partial "ThreadSanitizer"
+    done
+    # three ranks: every checkpoint kept is whole, each rank's size and checksum in rank 0's manifest
+    run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ranks/ck" --world 3
+    assert_success
+    assert_equal "${lines[*]}" "ckpt-00000029: complete: batch 29, 3 ranks, shape 10,90,10 ckpt-00000026: complete: batch 26, 3 ranks, shape 10,90,10 resume: at batch 30 from ckpt-00000029"
+    # a full disk in the writer thread: the main thread stops the rank with the writer's message
+    mkdir "$BATS_TEST_TMPDIR/full"
+    run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR/full" disk-full
+    assert_equal "$status" 1
+    assert_output --partial "rank 1 stopped: the checkpoint of batch 11 was not written: rank 1 could not write its file (No space left on device)"
+    refute_output --partial "ThreadSanitizer"
+    [ -z "$(find "$BATS_TEST_TMPDIR/full" -name '*.tmp')" ] || fail "left: $(find "$BATS_TEST_TMPDIR/full" -name '*.tmp')"
+}
+
 # bats test_tags=claim:14-launch-run-id
 @test "14 tools/launch: its own run id fits a rank's with a 64-character host name, attempts too; a --run-id too long refused" {
     mkdir "$BATS_TEST_TMPDIR/bin"
@@ -278,25 +344,35 @@ EOF
 @test "14 two ranks: checkpoints every 5 batches, complete, the last two kept; every rank's ring written, agreeing" {
     need_nccl_gpu
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
-    mkdir "$BATS_TEST_TMPDIR/ck"
-    launch14 2 a -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5
-    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/a.txt")"
-    f=$BATS_TEST_TMPDIR/a.json
-    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
-    assert_equal "$(json_get "$f" checkpoints_written)" 5  # after batches 4, 9, 14, 19, 24
-    assert_equal "$(json_get "$f" start_batch) $(json_get "$f" resumed_from)" "0 -1"
-    # the all-gather of where to resume, 30 batches x 3 buckets, an all-gather per checkpoint, the
-    # losses' all-reduce, the checksums' all-gather
-    assert_equal "$(json_get "$f" flight_calls)" 98
-    run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck" --world 2 --shape 64,256,256,256,8
-    assert_success
-    assert_equal "${lines[*]}" "ckpt-00000024: complete: batch 24, 2 ranks, shape 64,256,256,256,8 ckpt-00000019: complete: batch 19, 2 ranks, shape 64,256,256,256,8 resume: at batch 25 from ckpt-00000024"
-    [ -z "$(find "$BATS_TEST_TMPDIR/ck" -name '*.tmp')" ] || fail "temporary files left: $(find "$BATS_TEST_TMPDIR/ck")"
-    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv" --ranks
-    assert_success
-    assert_equal "${lines[0]}" "rank 0: 98 calls, the last 98 in its ring; stopped: - (the run ended)"
-    [[ "${lines[2]}" == "no divergence: the 2 ranks' rings agree, every call completed (rank 0: 98 calls, the last all-gather #97 "* ]] ||
-        fail "${lines[2]}"
+    # the all-gather of where to resume, a fingerprint check before batches 0, 10 and 20 (its
+    # default), 30 batches x 3 buckets, the losses' all-reduce, the checksums' all-gather; blocking:
+    # an all-gather per checkpoint too (a snapshot's writers tell rank 0 through the rendezvous folder)
+    for mode in snapshot blocking; do
+        rm -rf "$BATS_TEST_TMPDIR/ck" "$BATS_TEST_TMPDIR/rv"
+        mkdir "$BATS_TEST_TMPDIR/ck"
+        launch14 2 a -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 --checkpoint-mode $mode
+        [ "$status" -eq 0 ] || fail "$mode: exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/a.txt")"
+        f=$BATS_TEST_TMPDIR/a.json
+        assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+        # after batches 4, 9, 14, 19, 24
+        assert_equal "$(json_get "$f" checkpoint_mode) $(json_get "$f" checkpoints_due) $(json_get "$f" checkpoints_written)" \
+            "$mode 5 5"
+        assert_equal "$(json_get "$f" start_batch) $(json_get "$f" resumed_from)" "0 -1"
+        calls=96
+        [ $mode = blocking ] && calls=101
+        assert_equal "$(json_get "$f" flight_calls)" $calls
+        run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck" --world 2 --shape 64,256,256,256,8
+        assert_success
+        assert_equal "${lines[*]}" "ckpt-00000024: complete: batch 24, 2 ranks, shape 64,256,256,256,8 ckpt-00000019: complete: batch 19, 2 ranks, shape 64,256,256,256,8 resume: at batch 25 from ckpt-00000024"
+        [ -z "$(find "$BATS_TEST_TMPDIR/ck" -name '*.tmp')" ] || fail "$mode: temporary files left: $(find "$BATS_TEST_TMPDIR/ck")"
+        # the writers' words are gone once rank 0 has read them
+        [ -z "$(find "$BATS_TEST_TMPDIR/rv" -name 'checkpoint.*')" ] || fail "$mode: words left: $(ls "$BATS_TEST_TMPDIR/rv")"
+        run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv" --ranks
+        assert_success
+        assert_equal "${lines[0]}" "rank 0: $calls calls, the last $calls in its ring; stopped: - (the run ended)"
+        [[ "${lines[2]}" == "no divergence: the 2 ranks' rings agree, every call completed (rank 0: $calls calls, the last all-gather #$((calls - 1)) "* ]] ||
+            fail "$mode: ${lines[2]}"
+    done
 }
 
 # bats test_tags=ranks,gpu,ex:14-atomic,ex:14-resume
@@ -324,7 +400,9 @@ EOF
     for fault in order skip; do
         rm -rf "$BATS_TEST_TMPDIR/rv"
         SECONDS=0
-        launch14 2 x --grace-s 60 -- $S14 --fault $fault --fault-rank 1 --fault-at-batch 5 --timeout-s 10
+        # the recorder alone: no fingerprint check (the next, before batch 10, would come too late anyway)
+        launch14 2 x --grace-s 60 -- $S14 --fingerprint-every 0 --fault $fault --fault-rank 1 --fault-at-batch 5 \
+            --timeout-s 10
         [ "$status" -ne 0 ] || fail "--fault $fault: the run passed"
         assert_num "$SECONDS" "<" 40 "seconds until every rank had stopped (--fault $fault, --timeout-s 10)"
         run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv"
@@ -339,7 +417,7 @@ EOF
 @test "14 a rank killed inside an all-reduce: the other stops, and flight-report names the rank and the call it waits in" {
     need_nccl_gpu
     SECONDS=0
-    launch14 2 x --grace-s 60 -- $S14 --fault kill --fault-rank 1 --fault-at-batch 5 --timeout-s 10
+    launch14 2 x --grace-s 60 -- $S14 --fingerprint-every 0 --fault kill --fault-rank 1 --fault-at-batch 5 --timeout-s 10
     [ "$status" -ne 0 ] || fail "the run passed"
     assert_num "$SECONDS" "<" 40 "seconds until every rank had stopped (--timeout-s 10)"
     grep -q "$P rank 1: killed inside all-reduce #15 at batch 5" "$BATS_TEST_TMPDIR/x.txt" ||
@@ -444,44 +522,54 @@ EOF
     done
 }
 
+# A kill waits until every checkpoint begun before it is complete (in snapshot mode the writer may
+# still be at it): the resume point is the same however fast the disk.
 # bats test_tags=ranks,gpu,ex:14-ring,ex:14-atomic,ex:14-resume,claim:14-fault-once
 @test "14 a rank killed at batch 13 and every rank restarted: the bits of a run that never failed, at most 5 batches redone" {
     need_nccl_gpu
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
     launch14 2 clean -- $S14
     assert_success
-    mkdir "$BATS_TEST_TMPDIR/ck"
-    launch14 2 r --restarts 1 --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
-        --fault kill --fault-rank 1 --fault-at-batch 13 --timeout-s 10
-    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 8 "$BATS_TEST_TMPDIR/r.txt")"
-    grep -q "launch: a rank failed .*restarting every rank, attempt 2 of 2" "$BATS_TEST_TMPDIR/r.txt" ||
-        fail "no restart: $(cat "$BATS_TEST_TMPDIR/r.txt")"
-    f=$BATS_TEST_TMPDIR/r.json
-    assert_equal "$(json_get "$f" attempt) $(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "1 9 10"
-    # the restart trained batches 10 to 29 and nothing else: the all-gather of where to resume, 20 x 3
-    # all-reduces, the all-gathers of the checkpoints after 14, 19 and 24, the losses' all-reduce and
-    # the checksums' all-gather
-    assert_equal "$(json_get "$f" flight_calls) $(json_get "$f" checkpoints_written)" "66 3"
-    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
-    assert_same_bits clean r
-    # the failed attempt's rings are there too: rank 1 left none, rank 0 waited in its all-reduce
-    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv" --run t
-    assert_equal "$status" 4
-    [[ "$output" == "rank 1 left no ring"*"rank 0 waits in all-reduce #"*"(batch 13, bucket 0, "* ]] || fail "$output"
+    for mode in snapshot blocking; do
+        rm -rf "$BATS_TEST_TMPDIR/ck" "$BATS_TEST_TMPDIR/rv"
+        mkdir "$BATS_TEST_TMPDIR/ck"
+        launch14 2 r --restarts 1 --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
+            --checkpoint-mode $mode --fault kill --fault-rank 1 --fault-at-batch 13 --timeout-s 10
+        [ "$status" -eq 0 ] || fail "$mode: exit code $status: $(tail -n 8 "$BATS_TEST_TMPDIR/r.txt")"
+        grep -q "launch: a rank failed .*restarting every rank, attempt 2 of 2" "$BATS_TEST_TMPDIR/r.txt" ||
+            fail "$mode: no restart: $(cat "$BATS_TEST_TMPDIR/r.txt")"
+        f=$BATS_TEST_TMPDIR/r.json
+        assert_equal "$(json_get "$f" attempt) $(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "1 9 10"
+        # the restart trained batches 10 to 29 and nothing else: the all-gather of where to resume,
+        # the fingerprint checks before 10 and 20, 20 x 3 all-reduces, the losses' all-reduce and the
+        # checksums' all-gather; blocking: the all-gathers of the checkpoints after 14, 19 and 24 too
+        calls=65
+        [ $mode = blocking ] && calls=68
+        assert_equal "$(json_get "$f" flight_calls) $(json_get "$f" checkpoints_written)" "$calls 3"
+        assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+        assert_same_bits clean r
+        # the failed attempt's rings are there too: rank 1 left none, rank 0 waited in its all-reduce
+        run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv" --run t
+        assert_equal "$status" 4
+        [[ "$output" == "rank 1 left no ring"*"rank 0 waits in all-reduce #"*"(batch 13, bucket 0, "* ]] || fail "$mode: $output"
+    done
 }
 
-# bats test_tags=ranks,gpu,ex:14-atomic,ex:14-resume
+# In snapshot mode the torn write and the full disk strike in rank 1's writer thread: the first kills
+# the process from there, the second is said by the main thread (a thread other than main never exits).
+# bats test_tags=ranks,gpu,ex:14-atomic,ex:14-resume,claim:14-writer-stop
 @test "14 a checkpoint torn half way, or a full disk: the one before it used, no temporary file left, the same bits" {
     need_nccl_gpu
     export NCCL_ALGO=Ring NCCL_PROTO=Simple
     launch14 2 clean -- $S14
     assert_success
-    for fault in torn disk-full; do
+    for run in "torn snapshot" "disk-full snapshot" "torn blocking" "disk-full blocking"; do
+        read -r fault mode <<<"$run"
         rm -rf "$BATS_TEST_TMPDIR/ck" "$BATS_TEST_TMPDIR/rv"
         mkdir "$BATS_TEST_TMPDIR/ck"
         launch14 2 r --restarts 1 --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
-            --fault $fault --fault-rank 1 --fault-at-batch 14 --timeout-s 10
-        [ "$status" -eq 0 ] || fail "--fault $fault: exit code $status: $(tail -n 8 "$BATS_TEST_TMPDIR/r.txt")"
+            --checkpoint-mode $mode --fault $fault --fault-rank 1 --fault-at-batch 14 --timeout-s 10
+        [ "$status" -eq 0 ] || fail "--fault $fault, $mode: exit code $status: $(tail -n 8 "$BATS_TEST_TMPDIR/r.txt")"
         t=$BATS_TEST_TMPDIR/r.txt
         if [ $fault = torn ]; then
             grep -q "$P rank 1: killed half way through its checkpoint of batch 14" "$t" || fail "$(cat "$t")"
@@ -509,20 +597,60 @@ EOF
 # bats test_tags=ranks,gpu,ex:14-atomic,claim:14-allgather-recorded
 @test "14 a rank killed half way through its checkpoint, no restart: no half file under its name, the checkpoint before it used" {
     need_nccl_gpu
+    for mode in blocking snapshot; do
+        rm -rf "$BATS_TEST_TMPDIR/ck" "$BATS_TEST_TMPDIR/rv"
+        mkdir "$BATS_TEST_TMPDIR/ck"
+        launch14 2 r --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
+            --checkpoint-mode $mode --fault torn --fault-rank 1 --fault-at-batch 14 --timeout-s 10
+        [ "$status" -ne 0 ] || fail "$mode: the run passed"
+        grep -q "$P rank 1: killed half way through its checkpoint of batch 14" "$BATS_TEST_TMPDIR/r.txt" ||
+            fail "$mode: $(cat "$BATS_TEST_TMPDIR/r.txt")"
+        [ ! -e "$BATS_TEST_TMPDIR/ck/ckpt-00000014/rank1.bin" ] ||
+            fail "$mode: rank 1's half-written file stands under its own name: the write was not atomic"
+        run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck"
+        assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
+        run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv"
+        assert_equal "$status" 4
+        if [ $mode = blocking ]; then  # rank 0 waited in the checkpoint's all-gather, in its ring before the wait
+            [[ "$output" == "rank 1 left no ring"*"; rank 0 waits in all-gather #"*"(batch 14, "*"), never completed" ]] ||
+                fail "$output"
+        else  # rank 1's writer died behind its training: rank 0 waits in a later batch's all-reduce
+            [[ "$output" == "rank 1 left no ring"*"; rank 0 waits in all-reduce #"*", never completed" ]] || fail "$output"
+        fi
+    done
+}
+
+# The writer stops half way through rank 1's file of the checkpoint after batch 14 (the snapshot
+# copied before batch 15's update); rank 1 trains batches 15 and 16 meanwhile and is killed in
+# batch 16's first all-reduce, its writer still in the file.
+# bats test_tags=ranks,gpu,ex:14-atomic,ex:14-resume,claim:14-writer-behind
+@test "14 a rank killed while its writer is half way through a checkpoint: that one passed over, the same bits after restart" {
+    need_nccl_gpu
+    export NCCL_ALGO=Ring NCCL_PROTO=Simple
+    launch14 2 clean -- $S14
+    assert_success
     mkdir "$BATS_TEST_TMPDIR/ck"
-    launch14 2 r --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
-        --fault torn --fault-rank 1 --fault-at-batch 14 --timeout-s 10
+    launch14 2 x --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
+        --fault kill-writing --fault-rank 1 --fault-at-batch 14 --timeout-s 10
     [ "$status" -ne 0 ] || fail "the run passed"
-    grep -q "$P rank 1: killed half way through its checkpoint of batch 14" "$BATS_TEST_TMPDIR/r.txt" ||
-        fail "$(cat "$BATS_TEST_TMPDIR/r.txt")"
-    [ ! -e "$BATS_TEST_TMPDIR/ck/ckpt-00000014/rank1.bin" ] ||
-        fail "rank 1's half-written file stands under its own name: the write was not atomic"
+    t=$BATS_TEST_TMPDIR/x.txt
+    grep -q "$P rank 1: its checkpoint writer stops half way through the checkpoint of batch 14" "$t" || fail "$(cat "$t")"
+    grep -q "$P rank 1: killed inside all-reduce #[0-9]* at batch 16 as asked (--fault kill-writing" "$t" || fail "$(cat "$t")"
+    [ ! -e "$BATS_TEST_TMPDIR/ck/ckpt-00000014/rank1.bin" ] || fail "rank 1's half-written file stands under its own name"
+    [ -n "$(find "$BATS_TEST_TMPDIR/ck/ckpt-00000014" -name 'rank1.bin.*.tmp' -size +0)" ] ||
+        fail "no half-written temporary file: the writer was not in the file: $(ls -l "$BATS_TEST_TMPDIR/ck/ckpt-00000014")"
     run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck"
     assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
-    # rank 0 waited in the checkpoint's all-gather, written into its ring before the wait
-    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv"
-    assert_equal "$status" 4
-    [[ "$output" == "rank 1 left no ring"*"; rank 0 waits in all-gather #"*"(batch 14, "*"), never completed" ]] || fail "$output"
+    # the same, restarted: every rank resumes from the checkpoint before, and ends with the clean run's bits
+    rm -rf "$BATS_TEST_TMPDIR/ck" "$BATS_TEST_TMPDIR/rv"
+    mkdir "$BATS_TEST_TMPDIR/ck"
+    launch14 2 r --restarts 1 --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
+        --fault kill-writing --fault-rank 1 --fault-at-batch 14 --timeout-s 10
+    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 8 "$BATS_TEST_TMPDIR/r.txt")"
+    f=$BATS_TEST_TMPDIR/r.json
+    assert_equal "$(json_get "$f" attempt) $(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "1 9 10"
+    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+    assert_same_bits clean r
 }
 
 # The manifest comes last, once every rank's file is written: rank 0 killed half way through its
@@ -530,16 +658,21 @@ EOF
 # bats test_tags=ranks,gpu,claim:14-manifest-last
 @test "14 rank 0 killed half way through its own checkpoint file: no manifest of that checkpoint, the one before it in use" {
     need_nccl_gpu
-    mkdir "$BATS_TEST_TMPDIR/ck"
-    launch14 2 r --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
-        --fault torn --fault-rank 0 --fault-at-batch 14 --timeout-s 10
-    [ "$status" -ne 0 ] || fail "the run passed"
-    grep -q "$P rank 0: killed half way through its checkpoint of batch 14" "$BATS_TEST_TMPDIR/r.txt" ||
-        fail "$(cat "$BATS_TEST_TMPDIR/r.txt")"
-    [ ! -e "$BATS_TEST_TMPDIR/ck/ckpt-00000014/manifest" ] || fail "a manifest of checkpoint 14: $(ls "$BATS_TEST_TMPDIR/ck/ckpt-00000014")"
-    run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck"
-    [[ "${lines[0]}" == "ckpt-00000014: skipped: "*"no manifest: the checkpoint was never completed)" ]] || fail "${lines[0]}"
-    assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
+    for mode in snapshot blocking; do
+        rm -rf "$BATS_TEST_TMPDIR/ck" "$BATS_TEST_TMPDIR/rv"
+        mkdir "$BATS_TEST_TMPDIR/ck"
+        launch14 2 r --grace-s 60 -- $S14 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 \
+            --checkpoint-mode $mode --fault torn --fault-rank 0 --fault-at-batch 14 --timeout-s 10
+        [ "$status" -ne 0 ] || fail "$mode: the run passed"
+        grep -q "$P rank 0: killed half way through its checkpoint of batch 14" "$BATS_TEST_TMPDIR/r.txt" ||
+            fail "$mode: $(cat "$BATS_TEST_TMPDIR/r.txt")"
+        [ ! -e "$BATS_TEST_TMPDIR/ck/ckpt-00000014/manifest" ] ||
+            fail "$mode: a manifest of checkpoint 14: $(ls "$BATS_TEST_TMPDIR/ck/ckpt-00000014")"
+        run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck"
+        [[ "${lines[0]}" == "ckpt-00000014: skipped: "*"no manifest: the checkpoint was never completed)" ]] ||
+            fail "$mode: ${lines[0]}"
+        assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
+    done
 }
 
 # A rename is atomic, but only what reached the disk survives a power cut: the file's bytes
@@ -549,27 +682,30 @@ EOF
 @test "14 every checkpoint file is flushed to the disk before its rename, its folder after (fsync, logged by a shim)" {
     need_nccl_gpu
     shim=$(fsync_shim)
-    mkdir "$BATS_TEST_TMPDIR/ck"
-    ck=$(cd "$BATS_TEST_TMPDIR/ck" && pwd -P)  # the log names what the kernel names
-    export FSYNC_LOG=$BATS_TEST_TMPDIR/fsync.log LD_PRELOAD=$shim
-    launch14 2 a -- $S14 --checkpoint-dir "$ck" --checkpoint-every 5
-    unset LD_PRELOAD
-    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/a.txt")"
-    run awk -v ck="$ck/" '
-        $2 == "fsync" || $2 == "fdatasync" { synced[$1 " " $3] = 1; delete waiting[$1 " " $3] }
-        $2 == "rename" && index($4, ck) == 1 {
-            renames++
-            if (!(($1 " " $3) in synced)) { print "not flushed before its rename: " $3; bad = 1 }
-            dir = $4; sub(/\/[^\/]*$/, "", dir); waiting[$1 " " dir] = $4
-            if ($4 ~ /\/rank[0-9]+\.bin$/) ranks[dir]++
-            if ($4 ~ /\/manifest$/ && ranks[dir] != 2) { print "the manifest renamed after " ranks[dir] + 0 " of 2 rank files: " $4; bad = 1 }
-        }
-        END {
-            for (k in waiting) { print "its folder not flushed after the rename: " waiting[k]; bad = 1 }
-            print renames + 0 " renames"; exit bad
-        }' "$FSYNC_LOG"
-    assert_success
-    assert_output "15 renames"  # 5 checkpoints x (2 rank files + the manifest)
+    for mode in snapshot blocking; do
+        rm -rf "$BATS_TEST_TMPDIR/ck" "$BATS_TEST_TMPDIR/fsync.log"
+        mkdir "$BATS_TEST_TMPDIR/ck"
+        ck=$(cd "$BATS_TEST_TMPDIR/ck" && pwd -P)  # the log names what the kernel names
+        export FSYNC_LOG=$BATS_TEST_TMPDIR/fsync.log LD_PRELOAD=$shim
+        launch14 2 a -- $S14 --checkpoint-dir "$ck" --checkpoint-every 5 --checkpoint-mode $mode
+        unset LD_PRELOAD
+        [ "$status" -eq 0 ] || fail "$mode: exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/a.txt")"
+        run awk -v ck="$ck/" '
+            $2 == "fsync" || $2 == "fdatasync" { synced[$1 " " $3] = 1; delete waiting[$1 " " $3] }
+            $2 == "rename" && index($4, ck) == 1 {
+                renames++
+                if (!(($1 " " $3) in synced)) { print "not flushed before its rename: " $3; bad = 1 }
+                dir = $4; sub(/\/[^\/]*$/, "", dir); waiting[$1 " " dir] = $4
+                if ($4 ~ /\/rank[0-9]+\.bin$/) ranks[dir]++
+                if ($4 ~ /\/manifest$/ && ranks[dir] != 2) { print "the manifest renamed after " ranks[dir] + 0 " of 2 rank files: " $4; bad = 1 }
+            }
+            END {
+                for (k in waiting) { print "its folder not flushed after the rename: " waiting[k]; bad = 1 }
+                print renames + 0 " renames"; exit bad
+            }' "$FSYNC_LOG"
+        assert_success
+        assert_output "15 renames"  # 5 checkpoints x (2 rank files + the manifest)
+    done
 }
 
 # bats test_tags=gpu,ex:14-ring
@@ -582,7 +718,149 @@ EOF
     assert_success
     printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/b.json"
     assert_same_bits a b
-    assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" flight_calls)" 92  # 30 x 3, the losses', the checksums'
+    # 30 x 3, the fingerprint checks before batches 0, 10 and 20, the losses', the checksums'
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/b.json" flight_calls)" 95
+}
+
+# ----------------------------------------------------------------------------
+# the snapshot: one copy beside the training, written behind it
+
+# snap14 NAME MODE [ARGS...]: one rank of $S14 with a checkpoint every 5 batches into
+# $BATS_TEST_TMPDIR/NAME (after batches 4 to 24: the last two kept), no fingerprint check (the host
+# runs as far ahead of the GPU as it can), in checkpoint mode MODE; the JSON into NAME.json, the
+# report into NAME.txt.
+snap14() {
+    local name=$1 mode=$2
+    shift 2
+    rm -rf "${BATS_TEST_TMPDIR:?}/$name" && mkdir "$BATS_TEST_TMPDIR/$name"
+    # shellcheck disable=SC2086
+    run --separate-stderr prog "$P" $S14 --fingerprint-every 0 --checkpoint-dir "$BATS_TEST_TMPDIR/$name" \
+        --checkpoint-every 5 --checkpoint-mode "$mode" "$@" --json
+    printf '%s\n' "$output" >"$BATS_TEST_TMPDIR/$name.json"
+    printf '%s\n' "$stderr" >"$BATS_TEST_TMPDIR/$name.txt"
+}
+
+# assert_same_checkpoints A B: checkpoint folders A and B hold the same files, byte for byte
+assert_same_checkpoints() {
+    local a=$BATS_TEST_TMPDIR/$1 b=$BATS_TEST_TMPDIR/$2
+    [ -n "$(ls "$a")" ] || fail "$1: no checkpoint"
+    run diff -r "$a" "$b"
+    [ "$status" -eq 0 ] || fail "the checkpoints of $2 are not those of $1: $output"
+}
+
+# The copy waits for the update's event: held back behind its copies (the spin before each), the
+# training's update of batch i comes late, and a copy that does not wait for it reads the weights
+# before it.
+# bats test_tags=gpu,ex:14-snapshot
+@test "14 snapshot, training held back behind its copies (--delay-on copy): the checkpoints hold the blocking ones' bytes" {
+    need_nccl_gpu
+    snap14 blocking blocking
+    assert_success
+    snap14 snap snapshot --delay-us "$DELAY_US" --delay-on copy
+    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/snap.txt")"
+    assert_same_checkpoints blocking snap
+    assert_same_bits blocking snap
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/snap.json" checkpoints_written)" 5
+}
+
+# The next update waits for the copy's event: the copies held back (the test delays) until the next
+# step's backward pass is done and a spin more, an update that does not wait for them overwrites
+# the weights first.
+# bats test_tags=gpu,ex:14-snapshot
+@test "14 snapshot, its copies held back past the next step's backward pass (--delay-on compute): the blocking ones' bytes" {
+    need_nccl_gpu
+    snap14 blocking blocking
+    assert_success
+    snap14 snap snapshot --delay-us "$DELAY_US" --delay-on compute
+    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/snap.txt")"
+    assert_same_checkpoints blocking snap
+    assert_same_bits blocking snap
+}
+
+# bats test_tags=gpu
+@test "14 snapshot and blocking checkpoints: the same files, the same bits; the report says what each cost" {
+    need_nccl_gpu
+    snap14 blocking blocking
+    assert_success
+    snap14 snap snapshot
+    assert_success
+    assert_same_checkpoints blocking snap
+    assert_same_bits blocking snap
+    for name in blocking snap; do
+        f=$BATS_TEST_TMPDIR/$name.json
+        assert_equal "$(json_get "$f" checkpoints_due) $(json_get "$f" checkpoints_written)" "5 5"
+        assert_num "$(json_get "$f" d2h_pinned_gbs)" ">" 0 "$name: the pinned rate, measured"
+        assert_num "$(json_get "$f" checkpoint_write_mbs)" ">" 0 "$name: the writer's rate"
+        grep -q "^checkpoint stall: .* ms each .*, against .* ms for the weights' copy alone at .* GB/s pinned" \
+            "$BATS_TEST_TMPDIR/$name.txt" || fail "$name: $(cat "$BATS_TEST_TMPDIR/$name.txt")"
+    done
+    # how many come due while the one before is in flight is the host's lead over the GPU and the
+    # disk's speed (4 of 5 on an H200, 2026-11-27): counted, each one waited for, never asserted
+    grep -qE "^checkpoints \(snapshot\): 5 due, 5 written, .*; ([0-9]) came due while one was being written: \1 waited for the writer \(.* ms\), 0 skipped" \
+        "$BATS_TEST_TMPDIR/snap.txt" || fail "$(cat "$BATS_TEST_TMPDIR/snap.txt")"
+    assert_num "$(json_get "$BATS_TEST_TMPDIR/snap.json" checkpoint_copy_ms)" ">" 0 "the snapshot's copy, timed"
+}
+
+# A writer that sleeps 100 ms before each file (a test delay) is still busy when the next checkpoint,
+# one batch later, comes due: the main thread waits for it every time, or skips those.
+# bats test_tags=gpu,claim:14-busy
+@test "14 one checkpoint in flight: one due while another is written waits for the writer or is skipped, each counted" {
+    need_nccl_gpu
+    b="--batches 12 --checkpoint-every 1"
+    # shellcheck disable=SC2086
+    snap14 blocking blocking $b
+    assert_success
+    # shellcheck disable=SC2086
+    snap14 wait snapshot $b --write-delay-ms 100
+    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/wait.txt")"
+    f=$BATS_TEST_TMPDIR/wait.json
+    # after batches 0 to 10: each after the first finds the one before in the writer's hands
+    assert_equal "$(json_get "$f" checkpoints_due) $(json_get "$f" checkpoints_written)" "11 11"
+    assert_equal "$(json_get "$f" checkpoint_busy_waits) $(json_get "$f" checkpoint_busy_skips)" "10 0"
+    assert_same_checkpoints blocking wait
+    assert_same_bits blocking wait
+    grep -q "^checkpoints (snapshot): 11 due, 11 written, .*; 10 came due while one was being written: 10 waited for the writer" \
+        "$BATS_TEST_TMPDIR/wait.txt" || fail "$(cat "$BATS_TEST_TMPDIR/wait.txt")"
+    # shellcheck disable=SC2086
+    snap14 skip snapshot $b --write-delay-ms 100 --checkpoint-busy skip
+    [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/skip.txt")"
+    f=$BATS_TEST_TMPDIR/skip.json
+    due=$(json_get "$f" checkpoints_due) written=$(json_get "$f" checkpoints_written) skips=$(json_get "$f" checkpoint_busy_skips)
+    assert_equal "$due $(json_get "$f" checkpoint_busy_waits)" "11 0"
+    assert_num "$skips" ">=" 1 "checkpoints skipped"
+    assert_num "$written" ">=" 1 "checkpoints written"
+    assert_equal "$((written + skips))" "$due"
+    assert_same_bits blocking skip
+    run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/skip"
+    assert_success  # what was written is whole
+}
+
+# The trace of a GPU-bound run: the snapshot's copies on a stream of their own, kernels of the
+# compute stream starting while they run (a count, not a time); blocking: no such stream.
+# bats test_tags=gpu,claim:14-snapshot-stream
+@test "14 the trace of a snapshot run draws its copies on a stream of their own, the compute kernels running beside them" {
+    need_nccl_gpu
+    need_overlap
+    heavy="--batches 20 --batch 512 --hidden 2048 --layers 4 --prep-work 0 --checkpoint-every 5 --fingerprint-every 0"
+    for mode in snapshot blocking; do
+        rm -rf "$BATS_TEST_TMPDIR/ck" && mkdir "$BATS_TEST_TMPDIR/ck"
+        # shellcheck disable=SC2086
+        run --separate-stderr prog "$P" $heavy --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-mode $mode \
+            --trace "$BATS_TEST_TMPDIR/$mode.json"
+        [ "$status" -eq 0 ] || fail "$mode: exit code $status: $stderr"
+        run "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/$mode.json" --check
+        assert_success
+        "$TOOLS/tracestat" "$BATS_TEST_TMPDIR/$mode.json" --window run >"$BATS_TEST_TMPDIR/$mode.txt"
+        assert_equal "$(kv_get "$BATS_TEST_TMPDIR/$mode.txt" dropped)" 0
+    done
+    tracks=$(kv_get "$BATS_TEST_TMPDIR/snapshot.txt" tracks)
+    [[ ",$tracks," == *",snapshot,"* ]] || fail "no track named snapshot: $tracks"
+    [[ ",$(kv_get "$BATS_TEST_TMPDIR/blocking.txt" tracks)," != *",snapshot,"* ]] || fail "blocking has a snapshot track"
+    snap=$(trace_kernels "$BATS_TEST_TMPDIR/snapshot.json" run snapshot)
+    compute=$(trace_kernels "$BATS_TEST_TMPDIR/snapshot.json" run compute)
+    # the checkpoints after batches 4, 9 and 14: each copy of the weights sees the next step's kernels start
+    assert_num "$(jq length <<<"$snap")" ">=" 3 "copies on the snapshot stream"
+    assert_num "$(started_during "$snap" "$compute")" ">=" 3 "snapshot copies during which a compute kernel started"
 }
 
 # ----------------------------------------------------------------------------

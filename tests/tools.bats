@@ -107,6 +107,27 @@ row() {
     assert_output --partial "NCCL kernels beyond batches x buckets: -1 (expected 1, the losses' average)"
 }
 
+# Lesson 14's rows (tests/fixtures/bench14): a snapshot that stalls 0.05 ms against a copy of 8 ms,
+# costs 2% of a 45 ms step, writes at 700 MB/s where dd wrote 824; the fingerprint check 1.1%.
+@test "tools: bench's table of 14 from stored runs: the checkpoint's stall, steady cost, writer's rate, fingerprint, judged" {
+    o=$BATS_TEST_TMPDIR/b
+    cp -r "$FIXTURES/bench14" "$o"
+    bench_table "$o"
+    [[ "$(row 14 snapshot)" == "| snapshot | 45.900 [45.900 - 45.900] | 9 / 9 / 0 / 0 | 0.050 [0.050 - 0.050] |"* ]] ||
+        fail "$(row 14 snapshot)"
+    [[ "$(row 14 "snapshot: stall per checkpoint / the weights' copy alone at the pinned rate")" == *"| 0.006 [0.006 - 0.006] | <= 1.2 | yes |" ]] || fail
+    [[ "$(row 14 "blocking: stall per checkpoint / the copy alone")" == *"| 37.5 [37.5 - 37.5] | | |" ]] || fail
+    [[ "$(row 14 "blocking every 10 batches: steady cost")" == *"| 0.600 [0.600 - 0.600] | | |" ]] || fail
+    [[ "$(row 14 "snapshot every 10 batches: steady cost, share of the step")" == *"| 0.020 [0.020 - 0.020] | <= 0.03 | yes |" ]] || fail
+    [[ "$(row 14 "snapshot: the writer's rate / the disk's sequential write with fsync (dd)")" == *"| 0.85 [0.85 - 0.85] | >= 0.8 | yes |" ]] || fail
+    [[ "$(row 14 "fingerprint check every 10 batches (default): cost, share of the step")" == *"| 0.011 [0.011 - 0.011] | <= 0.03 | yes |" ]] || fail
+    [[ "$(row 14 "fingerprint check every batch: cost")" == *"| 0.333 [0.333 - 0.333] | | |" ]] || fail
+    # a disk twice as fast: the writer's rate falls short, and the table says so
+    jq -c '.disk_write_mbs = 1648' "$o/r1_14d.json" >"$o/new" && mv "$o/new" "$o/r1_14d.json"
+    bench_table "$o"
+    [[ "$(row 14 "snapshot: the writer's rate / the disk's sequential write with fsync (dd)")" == *"| 0.42 [0.42 - 0.42] | >= 0.8 | NO |" ]] || fail
+}
+
 # stand_in DIR: a build folder whose 05, 12 and 13 are tests/fixtures/bench/stand-in/program
 # (the stored runs and traces), whose gpu-probe counts one GPU, whose tracestat is the course's
 stand_in() {

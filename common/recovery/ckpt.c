@@ -42,26 +42,45 @@ void ckpt_manifest_file(const char *root, long long batch, char *out, size_t siz
 static size_t params_bytes(const ckpt_header *h) { return (size_t)h->run.params * sizeof(float); }
 static size_t losses_bytes(const ckpt_header *h) { return (size_t)h->losses * sizeof(double); }
 
-unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const double *losses, size_t *size, uint64_t *sum)
+int ckpt_header_text(const ckpt_header *h, char *out)
 {
     char header[CKPT_HEADER_BYTES + 1];
     int n = snprintf(header, sizeof header, "course-checkpoint %d rank %d batch %lld losses %lld ", CKPT_VERSION,
                      h->rank, h->batch, h->losses);
     int k = n > 0 && n < CKPT_HEADER_BYTES ? ckpt_run_write(&h->run, ' ', header + n, sizeof header - (size_t)n) : -1;
-    if (k < 0 || n + k >= CKPT_HEADER_BYTES) return NULL;
+    if (k < 0 || n + k >= CKPT_HEADER_BYTES) return -1;
     n += k;
     memset(header + n, ' ', (size_t)(CKPT_HEADER_BYTES - n));
     header[CKPT_HEADER_BYTES - 1] = '\n';
-    size_t body = params_bytes(h) + losses_bytes(h), total = CKPT_HEADER_BYTES + body + CKPT_TRAILER_BYTES;
+    memcpy(out, header, CKPT_HEADER_BYTES);
+    return 0;
+}
+
+void ckpt_trailer_text(uint64_t sum, char *out)
+{
+    char trailer[CKPT_TRAILER_BYTES + 1];
+    snprintf(trailer, sizeof trailer, "checksum %016llx\n", (unsigned long long)sum);
+    memcpy(out, trailer, CKPT_TRAILER_BYTES);
+}
+
+size_t ckpt_file_bytes(const ckpt_header *h)
+{
+    return CKPT_HEADER_BYTES + params_bytes(h) + losses_bytes(h) + CKPT_TRAILER_BYTES;
+}
+
+unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const double *losses, size_t *size, uint64_t *sum)
+{
+    size_t total = ckpt_file_bytes(h), body = total - CKPT_HEADER_BYTES - CKPT_TRAILER_BYTES;
     unsigned char *buf = (unsigned char *)malloc(total);
     if (!buf) return NULL;
-    memcpy(buf, header, CKPT_HEADER_BYTES);
+    if (ckpt_header_text(h, (char *)buf) != 0) {
+        free(buf);
+        return NULL;
+    }
     memcpy(buf + CKPT_HEADER_BYTES, params, params_bytes(h));
     if (h->losses) memcpy(buf + CKPT_HEADER_BYTES + params_bytes(h), losses, losses_bytes(h));
     uint64_t s = ckpt_fnv1a(CKPT_FNV_START, buf, CKPT_HEADER_BYTES + body);
-    char trailer[CKPT_TRAILER_BYTES + 1];
-    snprintf(trailer, sizeof trailer, "checksum %016llx\n", (unsigned long long)s);
-    memcpy(buf + CKPT_HEADER_BYTES + body, trailer, CKPT_TRAILER_BYTES);
+    ckpt_trailer_text(s, (char *)buf + CKPT_HEADER_BYTES + body);
     *size = total;
     if (sum) *sum = s;
     return buf;

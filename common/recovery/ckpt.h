@@ -113,6 +113,13 @@ void ckpt_manifest_file(const char *root, long long batch, char *out, size_t siz
 // NULL when the header does not fit or memory is short.
 unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const double *losses, size_t *size,
                            uint64_t *sum);
+// The same file in parts, for a writer that lays it out itself (lesson 14's snapshot: the weights
+// land from the GPU straight into its place): the header's CKPT_HEADER_BYTES bytes (0, or -1 when
+// they do not fit), the trailer's CKPT_TRAILER_BYTES bytes for a checksum `sum` of every byte
+// before it (neither NUL-terminated), and the whole file's size.
+int ckpt_header_text(const ckpt_header *h, char *out);
+void ckpt_trailer_text(uint64_t sum, char *out);
+size_t ckpt_file_bytes(const ckpt_header *h);
 
 // Reads and checks a rank file; on success 0, the header, and (when not NULL) malloc'd copies
 // of the weights and losses. -1 and one line in `why`: missing, torn (shorter than its header

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 3932854074)
+// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 2386080517)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 14): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -6,8 +6,16 @@
 // complete checkpoint readable: each file written whole under a temporary name, flushed to the
 // disk, then renamed (exercise 14-atomic); rank 0's manifest, with every file's size and
 // checksum, written last. No manifest, no checkpoint: a restart passes over it (resume.cu).
+//
+// The file is laid out in a pinned image (header, weights, losses, trailer) where the weights land
+// from the GPU. This file holds what both ways of taking a checkpoint share (the image, the write,
+// the manifest) and the blocking one (--checkpoint-mode blocking): the main thread copies the
+// weights, writes, and every rank waits. snapshot.cu holds the other (the default).
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE  // sync_file_range (g++, nvcc's host compiler, defines it; a host-only test's gcc does not)
+#endif
 #include <errno.h>
-#include <fcntl.h>   // open: a folder, to flush a rename in it
+#include <fcntl.h>   // open: a folder, to flush a rename in it; sync_file_range
 #include <signal.h>  // raise, SIGKILL
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +24,8 @@
 #include <unistd.h>    // fsync, unlink, rmdir, getpid
 
 #include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
+
+#define WRITE_PART (8u << 20)  // bytes written, summed and handed to the disk at a time
 
 // The folder's own entry of a renamed file reaches the disk only when the folder is flushed.
 static int sync_folder(const char *path)
@@ -31,27 +41,52 @@ static int sync_folder(const char *path)
     return r;
 }
 
-// Writes `size` bytes, with the faults of --fault: the rank dies half way (torn), or the write
-// fails half way with ENOSPC (a full disk). Returns what fwrite returns.
-static size_t write_bytes(fault_tolerance *ft, FILE *out, const void *data, size_t size, long batch)
+// A fault of --fault strikes half way through the file: the rank dies (torn), the write fails with
+// ENOSPC (a full disk), or the writer stops there while the rank trains on (kill-writing).
+static void strike_half_way(fault_tolerance *ft, long batch)
 {
-    int torn = fault_now(ft, FAULT_TORN, batch), full = fault_now(ft, FAULT_DISK_FULL, batch);
-    if (!torn && !full) return fwrite(data, 1, size, out);
-    size_t half = fwrite(data, 1, size / 2, out);
-    fflush(out);
-    if (torn) {
-        fprintf(stderr, "%s: killed half way through its checkpoint of batch %ld as asked (--fault torn)\n",
-                ft->dist->name, batch);
-        fflush(stderr);
-        raise(SIGKILL);
+    checkpoints_settle(ft, 0);  // the checkpoints before this one complete: the same resume point every time
+    if (fault_now(ft, FAULT_DISK_FULL, batch)) {
+        errno = ENOSPC;  // as the kernel answers when the disk is full
+        return;
     }
-    errno = ENOSPC;  // --fault disk-full: as the kernel answers when the disk is full
-    return half;
+    if (fault_now(ft, FAULT_KILL_WRITING, batch)) writer_mid_file(ft);  // never returns
+    fprintf(stderr, "%s: killed half way through its checkpoint of batch %ld as asked (--fault torn)\n", ft->dist->name,
+            batch);
+    fflush(stderr);
+    raise(SIGKILL);
+}
+
+// Writes the `size` bytes of `data` in parts. With `sum`, the last CKPT_TRAILER_BYTES of them are
+// the file's trailer: every byte before it is summed as it is written, part by part, each part's
+// way to the disk begun at once (sync_file_range), so that the disk writes one part while the CPU
+// sums the next; the trailer is then made from the sum, written last, and *sum receives it.
+// The faults of --fault strike half way. Returns the bytes written, as fwrite does.
+static size_t write_bytes(fault_tolerance *ft, FILE *out, unsigned char *data, size_t size, uint64_t *sum, long batch)
+{
+    int faulty = fault_now(ft, FAULT_TORN, batch) || fault_now(ft, FAULT_DISK_FULL, batch) ||
+                 fault_now(ft, FAULT_KILL_WRITING, batch);
+    size_t body = sum ? size - CKPT_TRAILER_BYTES : size, end = faulty ? size / 2 : size, done = 0;
+    uint64_t h = CKPT_FNV_START;
+    while (done < end) {
+        size_t n = done < body ? body - done : size - done;  // the body in parts, then the trailer
+        if (n > WRITE_PART) n = WRITE_PART;
+        if (n > end - done) n = end - done;
+        if (sum && done == body) ckpt_trailer_text(h, (char *)data + body);  // every byte before it summed
+        if (fwrite(data + done, 1, n, out) != n || fflush(out) != 0) return done;
+        sync_file_range(fileno(out), (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);  // a hint: no answer needed
+        if (sum && done < body) h = ckpt_fnv1a(h, data + done, n);
+        done += n;
+    }
+    if (faulty) strike_half_way(ft, batch);
+    if (sum) *sum = h;
+    return done;
 }
 
 // Writes `data` to `path` so that a crash at any instant leaves either the old file (or none)
-// or the whole new one, never a part. 0, or -1 with errno set and no file left behind.
-int write_atomically(fault_tolerance *ft, const char *path, const void *data, size_t size, long batch)
+// or the whole new one, never a part (with `sum`: the file ends with its checksum, see
+// write_bytes). 0, or -1 with errno set and no file left behind.
+int write_atomically(fault_tolerance *ft, const char *path, unsigned char *data, size_t size, uint64_t *sum, long batch)
 {
     char tmp[1400];
     if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp) {
@@ -59,11 +94,86 @@ int write_atomically(fault_tolerance *ft, const char *path, const void *data, si
         return -1;
     }
     // TODO(14-atomic): write to the temporary name `tmp`, never to `path`: fopen,
-    // write_bytes (it injects the faults), fflush, fsync(fileno(...)), fclose; any failure: unlink
-    // the temporary file, keep errno, return -1; then rename it to `path` and sync_folder(path)
-    (void)ft, (void)path, (void)data, (void)size, (void)batch, (void)tmp, (void)write_bytes, (void)sync_folder;
+    // write_bytes (it writes in parts, sums them when `sum` is given, and injects the faults),
+    // fflush, fsync(fileno(...)), fclose; any failure: unlink the temporary file, keep errno, return
+    // -1; then rename it to `path` and sync_folder(path)
+    (void)ft, (void)path, (void)data, (void)size, (void)sum, (void)batch, (void)tmp, (void)write_bytes;
+    (void)sync_folder;
     return -1;
 }
+
+// ----------------------------------------------------------------------------
+// the image: the rank's file, laid out in pinned memory
+
+// This rank's header of the checkpoint of `batch`.
+static ckpt_header header_of(const fault_tolerance *ft, long batch)
+{
+    ckpt_header h;
+    memset(&h, 0, sizeof h);
+    h.rank = ft->dist->rank;
+    h.batch = batch;
+    h.losses = batch + 1;
+    h.run = ft->ckpt.run;
+    return h;
+}
+
+// The header of the checkpoint of `batch` in its place; the file's size, or 0 when the header does
+// not fit (it always does: every field of the run is bounded).
+static size_t image_layout(const fault_tolerance *ft, long batch)
+{
+    ckpt_header h = header_of(ft, batch);
+    return ckpt_header_text(&h, (char *)ft->ckpt.image) == 0 ? ckpt_file_bytes(&h) : 0;
+}
+
+void image_loss(const trainer *t, fault_tolerance *ft, long k, double loss)
+{
+    unsigned char *at = ft->ckpt.image + CKPT_HEADER_BYTES + sizeof(float) * t->model.shape.nparams;
+    memcpy(at + sizeof(double) * (size_t)k, &loss, sizeof loss);  // at whatever alignment the weights leave
+}
+
+// The rank's file of checkpoint `batch` from the image (header, weights and losses in place):
+// its folder made, the file written atomically, its checksum made as it is written. 0, or -1
+// with errno.
+int write_rank_file(fault_tolerance *ft, long batch, long long *size, uint64_t *sum)
+{
+    char folder[1200], path[1300];
+    size_t bytes = image_layout(ft, batch);
+    if (!bytes) return errno = EOVERFLOW, -1;
+    ckpt_folder(ft->ckpt.root, batch, folder, sizeof folder);
+    if (mkdir(folder, 0755) != 0 && errno != EEXIST) return -1;
+    ckpt_rank_file(ft->ckpt.root, batch, ft->dist->rank, path, sizeof path);
+    *size = (long long)bytes;
+    return write_atomically(ft, path, ft->ckpt.image, bytes, sum, batch);
+}
+
+// Rank 0, once every rank's file of checkpoint `batch` is written: the manifest (every file's
+// size and checksum), written atomically, last; then the folders no restart needs are removed.
+// 0, or -1 with why.
+int commit_checkpoint(fault_tolerance *ft, long batch, const long long *sizes, const uint64_t *sums, char *why,
+                      size_t why_size)
+{
+    ckpt_manifest man;
+    memset(&man, 0, sizeof man);
+    man.batch = batch;
+    man.run = ft->ckpt.run;
+    for (int r = 0; r < ft->dist->world; r++) {
+        man.size[r] = sizes[r];
+        man.sum[r] = sums[r];
+    }
+    char text[CKPT_MAX_RANKS * 64 + 512], path[1300];
+    ckpt_manifest_text(&man, text, sizeof text);
+    ckpt_manifest_file(ft->ckpt.root, batch, path, sizeof path);
+    if (write_atomically(ft, path, (unsigned char *)text, strlen(text), NULL, -1) != 0) {
+        snprintf(why, why_size, "cannot write %s: %s; the last complete checkpoint stays where it was", path,
+                 strerror(errno));
+        return -1;
+    }
+    ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two that verify
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// the blocking checkpoint (--checkpoint-mode blocking)
 
 // What each rank tells rank 0 of its file: the manifest lists it.
 typedef struct {
@@ -73,35 +183,28 @@ typedef struct {
 } rank_file;
 
 // The state after batch `batch`: the weights copied back once the step is done, the losses
-// taken up to it, this rank's file, then (rank 0) the manifest.
+// taken up to it, this rank's file, then (rank 0) the manifest. Training waits throughout.
 void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_loss)
 {
     dist_env *d = ft->dist;
+    checkpointing *c = &ft->ckpt;
     double t0 = host_now_ms();
     mlp_model *m = &t->model;
+    c->fig.due++;
     // behind batch `batch`'s update and its loss's copy on the compute stream
-    CUDA_CHECK(cudaMemcpyAsync(ft->ckpt.h_params, m->d_params, sizeof(float) * m->shape.nparams, cudaMemcpyDeviceToHost,
-                               t->compute_stream));
-    CUDA_CHECK(cudaEventRecord(ft->ckpt.params_copied, t->compute_stream));
-    HOST_SYNC(t, dist_event_wait(d, ft->ckpt.params_copied));
+    CUDA_CHECK(cudaMemcpyAsync(c->image + CKPT_HEADER_BYTES, m->d_params, sizeof(float) * m->shape.nparams,
+                               cudaMemcpyDeviceToHost, t->compute_stream));
+    CUDA_CHECK(cudaEventRecord(c->params_copied, t->compute_stream));
+    HOST_SYNC(t, dist_event_wait(d, c->params_copied));
     for (; *next_loss <= batch; (*next_loss)++) trainer_take_loss(t, *next_loss);  // every copy has landed
+    for (long k = 0; k <= batch; k++) image_loss(t, ft, k, t->run.losses[k]);
 
-    char folder[1200], path[1300];
-    ckpt_folder(ft->ckpt.root, batch, folder, sizeof folder);
-    if (mkdir(folder, 0755) != 0 && errno != EEXIST) dist_fail(d, "cannot make %s: %s", folder, strerror(errno));
-    ckpt_header h;
-    memset(&h, 0, sizeof h);
-    h.rank = d->rank;
-    h.batch = batch;
-    h.losses = batch + 1;
-    h.run = ft->ckpt.run;
-    size_t size = 0;
-    uint64_t sum = 0;
-    unsigned char *bytes = ckpt_encode(&h, ft->ckpt.h_params, t->run.losses, &size, &sum);
-    if (!bytes) dist_fail(d, "out of memory for the checkpoint of batch %ld", batch);
-    ckpt_rank_file(ft->ckpt.root, batch, d->rank, path, sizeof path);
-    rank_file mine = {(long long)size, sum, 1, 0};
-    if (write_atomically(ft, path, bytes, size, batch) != 0) mine.ok = 0, mine.err = errno;
+    double w0 = host_now_ms();
+    rank_file mine = {0, 0, 1, 0};
+    if (write_rank_file(ft, batch, &mine.size, &mine.sum) != 0) mine.ok = 0, mine.err = errno;
+    c->fig.write_ms += host_now_ms() - w0;
+    c->fig.bytes = (size_t)mine.size;
+    c->fig.bytes_written += (double)mine.size;
 
     // one small collective: every rank's file is there (or why not) before the manifest is
     rank_file *all = (rank_file *)host_calloc((size_t)d->world, sizeof(rank_file), "the checkpoint");
@@ -113,24 +216,13 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
                       "complete checkpoint stays where it was",
                       batch, r, strerror(all[r].err));
     if (d->rank == 0) {
-        ckpt_manifest man;
-        memset(&man, 0, sizeof man);
-        man.batch = batch;
-        man.run = ft->ckpt.run;
-        for (int r = 0; r < d->world; r++) {
-            man.size[r] = all[r].size;
-            man.sum[r] = all[r].sum;
-        }
-        char text[CKPT_MAX_RANKS * 64 + 512];
-        ckpt_manifest_text(&man, text, sizeof text);
-        ckpt_manifest_file(ft->ckpt.root, batch, path, sizeof path);
-        if (write_atomically(ft, path, text, strlen(text), -1) != 0)
-            dist_fail(d, "cannot write %s: %s; the last complete checkpoint stays where it was", path, strerror(errno));
-        ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two that verify
+        long long sizes[CKPT_MAX_RANKS];
+        uint64_t sums[CKPT_MAX_RANKS];
+        char why[1500];
+        for (int r = 0; r < d->world; r++) sizes[r] = all[r].size, sums[r] = all[r].sum;
+        if (commit_checkpoint(ft, batch, sizes, sums, why, sizeof why) != 0) dist_fail(d, "%s", why);
     }
-    free(bytes);
     free(all);
-    ft->ckpt.written++;
-    ft->ckpt.ms += host_now_ms() - t0;
-    ft->ckpt.bytes = size;
+    c->fig.written++;
+    c->fig.stall_ms += host_now_ms() - t0;
 }

@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1913019555)
-// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 3114112018)
+// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
 //
@@ -19,14 +19,18 @@
 //  - A fingerprint check (--fingerprint-every N, train.cu): every N batches the ranks compare,
 //    with one small all-gather, a hash of every call they made and the calls they are about to
 //    make; a difference stops the run with the divergence named, before any rank can hang.
-//  - Checkpoints and restarts (checkpoint.cu, resume.cu): every --checkpoint-every batches each
-//    rank writes its whole state, atomically, and rank 0 a manifest last. tools/launch
+//  - Checkpoints and restarts (checkpoint.cu, snapshot.cu, writer.cu, resume.cu): every --checkpoint-every
+//    batches each rank writes its whole state, atomically, and rank 0 a manifest last. By default
+//    (--checkpoint-mode snapshot) the weights are copied on a stream of their own beside the next
+//    step, which waits for the copy on the device only, and a thread writes them behind the
+//    training; --checkpoint-mode blocking stops training for the copy and the write. tools/launch
 //    --restarts R starts every rank again after a failure; each resumes from the newest
 //    complete checkpoint (a torn or corrupt one is passed over) and ends with the bits of a run
 //    that never failed.
 // --fault injects what the lesson is about, in a launch's first attempt only: a rank killed
 // with an all-reduce issued (the others wait in it), a rank that skips one, buckets in another order on one rank, a
-// checkpoint torn half way through its write, a full disk.
+// checkpoint torn half way through its write, a full disk, a rank killed while its writer is half way
+// through a checkpoint.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +41,7 @@
 static const char *PROG = "14_fault_tolerance";
 
 // Lesson 12's step, then what this lesson adds: the flight recorder (written on any stop) and the
-// checkpoint's pinned buffer.
+// fingerprint check's buffers (the checkpoints' after the resume point: checkpoints_setup).
 static void setup(trainer *t, fault_tolerance *ft, const options *o)
 {
     data_parallel *dp = &ft->dp;
@@ -47,17 +51,16 @@ static void setup(trainer *t, fault_tolerance *ft, const options *o)
     recorder_init(&ft->rec, ft->dist, o->ring_slots);
     ft->dist->on_stop = recorder_stop_hook;  // any stop writes the ring first
     ft->dist->on_stop_ctx = &ft->rec;
-    ft->ckpt.h_params = (float *)pinned_alloc(sizeof(float) * t->model.shape.nparams);
-    CUDA_CHECK(cudaEventCreateWithFlags(&ft->ckpt.params_copied, cudaEventDisableTiming));
+    fingerprint_setup(ft);
     CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-static void teardown(fault_tolerance *ft)
+static void teardown(trainer *t, fault_tolerance *ft)
 {
     ft->dist->on_stop = NULL;
     recorder_destroy(&ft->rec);
-    CUDA_CHECK(cudaEventDestroy(ft->ckpt.params_copied));
-    pinned_free(ft->ckpt.h_params);
+    checkpoints_teardown(t, ft);
+    fingerprint_teardown(ft);
     ddp_teardown(&ft->dp);
 }
 
@@ -68,13 +71,22 @@ static void check_options(const dist_env *d, const options *o)
     const train_options *t = &o->train;
     const dist_fault *p = &o->fault;
     dist_fault_check(d, p, t->batches);
-    int on_checkpoint = p->kind == FAULT_TORN || p->kind == FAULT_DISK_FULL;
+    int on_checkpoint = p->kind == FAULT_TORN || p->kind == FAULT_DISK_FULL || p->kind == FAULT_KILL_WRITING;
     if (on_checkpoint && !o->ckpt_root)
-        usage_error(n, "--fault torn and --fault disk-full break a checkpoint's write: give --checkpoint-dir");
+        usage_error(n, "--fault torn, disk-full and kill-writing break a checkpoint's write: give --checkpoint-dir");
     if (on_checkpoint && ((p->at_batch + 1) % o->ckpt_every != 0 || p->at_batch + 1 >= t->batches))
         usage_error(n,
                     "--fault-at-batch %d: no checkpoint is written after batch %d (--checkpoint-every %d, %d batches)",
                     p->at_batch, p->at_batch, o->ckpt_every, t->batches);
+    if (p->kind == FAULT_KILL_WRITING && o->ckpt_mode != CKPT_SNAPSHOT)
+        usage_error(n,
+                    "--fault kill-writing stops the writer thread of a snapshot: it needs --checkpoint-mode snapshot");
+    if (p->kind == FAULT_KILL_WRITING && o->ckpt_every < 3)
+        usage_error(n, "--fault kill-writing kills the rank two batches after the checkpoint its writer is in: it "
+                       "needs --checkpoint-every 3 or more, the next checkpoint after that");
+    if (p->kind == FAULT_KILL_WRITING && p->at_batch + 2 >= t->batches)
+        usage_error(n, "--fault-at-batch %d: --fault kill-writing kills the rank two batches later, past the run's %d",
+                    p->at_batch, t->batches);
     struct stat st;
     if (o->ckpt_root && (stat(o->ckpt_root, &st) != 0 || !S_ISDIR(st.st_mode)))
         usage_error(n, "--checkpoint-dir %s: no such folder", o->ckpt_root);
@@ -103,7 +115,10 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
     train_options_default(&o->train);
     o->train.batch = SHARD * d->world;
     dp_options_default(&o->dp);
-    o->ckpt_every = 10;
+    o->ckpt_every = CHECKPOINT_EVERY;
+    o->ckpt_mode = CKPT_SNAPSHOT;
+    o->ckpt_busy = BUSY_WAIT;
+    o->fingerprint_every = FINGERPRINT_EVERY;
     o->ring_slots = RING_SLOTS;
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
@@ -111,14 +126,24 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
     specs[n++] = arg_string("checkpoint-dir", &o->ckpt_root, "DIR",
                             "write checkpoints into this folder, and resume from its newest complete one");
     specs[n++] = arg_int("checkpoint-every", &o->ckpt_every, 1, 1000000, "N", "batches between two checkpoints");
+    specs[n++] = arg_choice("checkpoint-mode", &o->ckpt_mode, "blocking|snapshot",
+                            "blocking: training waits while the weights are copied and written; snapshot: they are "
+                            "copied on a stream of their own beside the next step and written by a thread");
+    specs[n++] = arg_choice("checkpoint-busy", &o->ckpt_busy, "wait|skip",
+                            "a checkpoint due while the one before is still being written: wait for the writer, "
+                            "or skip it (snapshot)");
+    specs[n++] = arg_int("write-delay-ms", &o->write_delay_ms, 0, 600000, "MS",
+                         "a test delay: the writer sleeps this long before each file (snapshot)");
     specs[n++] = arg_int("fingerprint-every", &o->fingerprint_every, 0, 1000000, "N",
-                         "every N batches the ranks compare their calls before they issue them; 0: never");
+                         "every N batches (batch 0 too) the ranks compare their calls before they issue them; 0: "
+                         "never");
     specs[n++] = arg_int("ring-slots", &o->ring_slots, 16, FLIGHT_MAX_SLOTS, "K",
                          "the flight recorder keeps the last K calls");
-    dist_fault_options(&o->fault, "none|kill|skip|order|torn|disk-full",  // fault_kind's words, in its order
+    dist_fault_options(&o->fault, "none|kill|skip|order|torn|disk-full|kill-writing",  // fault_kind's words
                        "inject a fault, in a launch's first attempt only: SIGKILL with an all-reduce issued, skip "
-                       "one, buckets in the opposite order, die half way through a checkpoint (torn, disk-full: "
-                       "the checkpoint after --fault-at-batch), a full disk",
+                       "one, buckets in the opposite order, die half way through a checkpoint (torn, disk-full, "
+                       "kill-writing: the checkpoint after --fault-at-batch), a full disk, SIGKILL two batches after "
+                       "a checkpoint whose writer stopped half way",
                        specs, &n);
     const char *summary = "Train an MLP on every GPU as lesson 12 does, with a flight recorder, fingerprint checks, "
                           "checkpoints and restarts.\n" DIST_HOW_TO_RUN(
@@ -142,6 +167,9 @@ static void state_from(fault_tolerance *ft, dist_env *d, const options *o)
     ft->fingerprint_every = o->fingerprint_every;
     ft->ckpt.root = o->ckpt_root;
     ft->ckpt.every = o->ckpt_every;
+    ft->ckpt.mode = o->ckpt_mode;
+    ft->ckpt.busy_rule = o->ckpt_busy;
+    ft->ckpt.write_delay_ms = o->write_delay_ms;
     ft->ckpt.resume_from = -1;
 }
 
@@ -176,15 +204,18 @@ int main(int argc, char **argv)
     setup(&t, &ft, &o);
     long long agreed = agree_on_checkpoint(&ft);  // the newest checkpoint every rank holds
     ft.ckpt.start = agreed >= 0 ? restore(&t, &ft, agreed) : 0;
+    checkpoints_setup(&t, &ft);  // snapshot.cu: the image, the snapshot's stream, the writer thread
 
     double t0 = host_now_ms();
     trace_range run = trace_begin(TL_RANGE_PHASE, "run", -1);
+    t.delays_on = 1;  // the test delays (--delay-us) act in the run, not in the setup's measurement
     train_loop(&t, &ft);
     CUDA_CHECK(dist_event_wait(&d, ft.dp.losses_averaged));
+    t.delays_on = 0;
     trace_end(&run);
     int ok = report(&t, &ft, host_now_ms() - t0, outs.report);  // report.cu
     recorder_write(&ft.rec, ok ? "- (the run ended)" : "the run ended, its checks FAILED");
-    teardown(&ft);
+    teardown(&t, &ft);
     dist_finish(&d);
     return harness_finish(&t, ok);
 }

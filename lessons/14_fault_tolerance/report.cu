@@ -1,8 +1,10 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/report.cu, made by `make lessons` (checksum 1326118318)
-// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu.
+// STUDENT VERSION of solutions/14_fault_tolerance/report.cu, made by `make lessons` (checksum 369216041)
+// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // report.cu (lesson 14): the checks across ranks (every rank ends with the same weights and
 // losses, and took every loss once) and the report: where the run started, the step, what the
-// checkpoints cost, the flight recorder. Rank 0 reports for every rank.
+// checkpoints cost (the main thread's stall against the copy of the same bytes at the pinned rate
+// measured in this run; the writer's rate; how often one came due while another was written), the
+// fingerprint checks, the flight recorder. Rank 0 reports for every rank.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +17,15 @@ typedef struct {
     int same;                  // every rank's weights and losses are rank 0's
     int every_once;            // every rank took every loss exactly once
     char sums[1024];           // every rank's weights checksum, comma-separated
-    double step_ms;            // per batch trained, checkpoints apart
-    double ckpt_ms, ckpt_ms_per_gb, ckpt_share;
+    double step_ms;            // per batch trained, the checkpoints' stalls apart
+    double loop_step_ms;       // per batch trained, everything in
+    double stall_ms;           // the main thread held up, per checkpoint due
+    double copy_bound_ms;      // the weights' copy alone at the pinned rate measured in this run
+    double write_ms;           // per rank file written
+    double write_mbs;          // the writer's rate: bytes over time, from the landed copy to the file renamed
+    double copy_ms;            // the snapshot's copy beside the training, per snapshot
+    double ckpt_ms_per_gb, ckpt_share;
+    double fingerprint_ms;  // per check
 } run_verdict;
 
 // Every rank's checksums and whether it took every loss once, through one recorded all-gather.
@@ -46,14 +55,32 @@ static void print_report(trainer *t, const fault_tolerance *ft, const run_verdic
     else
         fprintf(out, "started: at batch 0 (attempt %d%s)\n", ft->fault.attempt,
                 c->root ? ", no complete checkpoint" : ", no --checkpoint-dir");
-    fprintf(out, "step: %.3f ms per batch, checkpoints apart%s\n", v->step_ms, not_perf);
-    if (c->written)
+    fprintf(out, "step: %.3f ms per batch, checkpoints apart (%.3f all in)%s\n", v->step_ms, v->loop_step_ms, not_perf);
+    const checkpoint_figures *f = &c->fig;
+    if (c->root && f->due) {
         fprintf(out,
-                "checkpoints: %ld written, %.3f ms each for %.2f MB per rank (%.1f ms per GB), %.2f%% of the run%s\n",
-                c->written, v->ckpt_ms, c->bytes / 1e6, v->ckpt_ms_per_gb, 100.0 * v->ckpt_share, not_perf);
-    fprintf(out, "flight recorder: %lld calls, the last %d kept%s; fingerprint checks: %ld\n", ft->rec.calls,
-            ft->rec.slots, ft->rec.path[0] ? "" : " (one rank, no rendezvous folder: never written)",
-            ft->fingerprint_checks);
+                "checkpoints (%s): %ld due, %ld written, %.2f MB per rank; %ld came due while one was being "
+                "written: %ld waited for the writer (%.3f ms), %ld skipped%s%s\n",
+                c->mode == CKPT_SNAPSHOT ? "snapshot" : "blocking", f->due, f->written, f->bytes / 1e6,
+                f->busy_waits + f->busy_skips, f->busy_waits, f->busy_wait_ms, f->busy_skips,
+                f->abandoned ? " (and some skipped by another rank: no manifest)" : "", not_perf);
+        fprintf(out,
+                "checkpoint stall: %.3f ms each (%.2f%% of the run), against %.3f ms for the weights' copy alone "
+                "at %.1f GB/s pinned%s\n",
+                v->stall_ms, 100.0 * v->ckpt_share, v->copy_bound_ms, f->d2h_pinned_gbs, not_perf);
+        fprintf(out,
+                "checkpoint write: %.3f ms per rank file, %.1f MB/s (header, losses, checksum, write, fsync, "
+                "rename)%s",
+                v->write_ms, v->write_mbs, not_perf);
+        if (f->copies) fprintf(out, "; the snapshot's copy beside the training: %.3f ms", v->copy_ms);
+        if (f->end_wait_ms > 0) fprintf(out, "; %.3f ms waited at the end for the last write", f->end_wait_ms);
+        fprintf(out, "\n");
+    }
+    fprintf(out,
+            "flight recorder: %lld calls, the last %d kept%s; fingerprint checks: %ld (every %d batches, %.3f ms "
+            "each)\n",
+            ft->rec.calls, ft->rec.slots, ft->rec.path[0] ? "" : " (one rank, no rendezvous folder: never written)",
+            ft->fingerprint_checks, ft->fingerprint_every, v->fingerprint_ms);
     fprintf(out, "weights %016llx, losses %016llx; identical on every rank: %s; every loss taken once: %s\n",
             (unsigned long long)v->weights, (unsigned long long)v->losses, v->same ? "yes" : "NO",
             v->every_once ? "yes" : "NO");
@@ -69,14 +96,32 @@ static void write_report(trainer *t, const fault_tolerance *ft, const run_verdic
     json_int(js, "attempt", ft->fault.attempt);
     json_int(js, "resumed_from", c->resume_from);
     json_int(js, "start_batch", c->start);
+    const checkpoint_figures *f = &c->fig;
     json_int(js, "checkpoint_every", c->root ? c->every : 0);
-    json_int(js, "checkpoints_written", c->written);
-    json_num(js, "checkpoint_ms", v->ckpt_ms);
-    json_int(js, "checkpoint_bytes", (long long)c->bytes);
+    json_str(js, "checkpoint_mode", c->mode == CKPT_SNAPSHOT ? "snapshot" : "blocking");
+    json_str(js, "checkpoint_busy", c->busy_rule == BUSY_SKIP ? "skip" : "wait");
+    json_int(js, "checkpoints_due", f->due);
+    json_int(js, "checkpoints_written", f->written);
+    json_int(js, "checkpoint_busy_waits", f->busy_waits);
+    json_int(js, "checkpoint_busy_skips", f->busy_skips);
+    json_int(js, "checkpoints_abandoned", f->abandoned);
+    json_num(js, "checkpoint_ms", v->stall_ms);  // the stall per checkpoint (blocking: the whole checkpoint)
+    json_num(js, "checkpoint_stall_ms", v->stall_ms);
+    json_num(js, "checkpoint_busy_wait_ms", f->busy_wait_ms);
+    json_num(js, "checkpoint_end_wait_ms", f->end_wait_ms);
+    json_num(js, "checkpoint_copy_bound_ms", v->copy_bound_ms);
+    json_num(js, "d2h_pinned_gbs", f->d2h_pinned_gbs);
+    json_num(js, "checkpoint_copy_ms", v->copy_ms);
+    json_num(js, "checkpoint_write_ms", v->write_ms);
+    json_num(js, "checkpoint_write_mbs", v->write_mbs);
+    json_int(js, "checkpoint_bytes", (long long)f->bytes);
     json_num(js, "checkpoint_ms_per_gb", v->ckpt_ms_per_gb);
     json_num(js, "step_ms", v->step_ms);
+    json_num(js, "loop_step_ms", v->loop_step_ms);
     json_int(js, "flight_calls", ft->rec.calls);
+    json_int(js, "fingerprint_every", ft->fingerprint_every);
     json_int(js, "fingerprint_checks", ft->fingerprint_checks);
+    json_num(js, "fingerprint_ms", v->fingerprint_ms);
     json_int(js, "buckets", ft->dp.plan.count);
     json_hex(js, "weights_checksum", v->weights);
     json_hex(js, "loss_checksum", v->losses);
@@ -91,11 +136,20 @@ int report(trainer *t, fault_tolerance *ft, double loop_ms, FILE *out)
     memset(&v, 0, sizeof v);
     gather_verdict(t, ft, &v);
     const checkpointing *c = &ft->ckpt;
+    const checkpoint_figures *f = &c->fig;
     long trained = t->opt.batches - c->start;
-    v.step_ms = trained > 0 ? (loop_ms - c->ms) / trained : 0;
-    v.ckpt_ms = c->written ? c->ms / c->written : 0;
-    v.ckpt_ms_per_gb = c->bytes ? v.ckpt_ms / (c->bytes / 1e9) : 0;
-    v.ckpt_share = c->ms / (loop_ms > 0 ? loop_ms : 1);
+    double held = f->stall_ms + f->end_wait_ms;  // the main thread's time the checkpoints took
+    v.step_ms = trained > 0 ? (loop_ms - held) / trained : 0;
+    v.loop_step_ms = trained > 0 ? loop_ms / trained : 0;
+    v.stall_ms = f->due ? f->stall_ms / f->due : 0;
+    v.copy_bound_ms = f->d2h_pinned_gbs > 0 ? sizeof(float) * t->model.shape.nparams / (f->d2h_pinned_gbs * 1e6) : 0;
+    long files = c->mode == CKPT_SNAPSHOT ? f->copies : f->written;  // every rank file this rank wrote
+    v.write_ms = files ? f->write_ms / files : 0;
+    v.write_mbs = f->write_ms > 0 ? f->bytes_written / (f->write_ms * 1e3) : 0;
+    v.copy_ms = f->copies ? f->copy_ms / f->copies : 0;
+    v.ckpt_ms_per_gb = f->bytes ? v.stall_ms / (f->bytes / 1e9) : 0;
+    v.ckpt_share = held / (loop_ms > 0 ? loop_ms : 1);
+    v.fingerprint_ms = ft->fingerprint_checks ? ft->fingerprint_ms / ft->fingerprint_checks : 0;
     if (out) print_report(t, ft, &v, out);
     if (t->opt.json) write_report(t, ft, &v);
     return v.same && v.every_once;

@@ -1,8 +1,9 @@
 // train.cu (lesson 14): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson
 // 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
 // faults of --fault are injected; every --fingerprint-every batches the ranks compare their calls
-// before they issue them. The loop starts at the resume point and writes a checkpoint every
-// --checkpoint-every batches.
+// before they issue them. The loop starts at the resume point and takes a checkpoint every
+// --checkpoint-every batches: blocking (checkpoint.cu), or a snapshot copied before the next
+// update and written behind the training (snapshot.cu).
 #include <signal.h>  // raise, SIGKILL
 #include <unistd.h>  // pause
 #include <stdio.h>
@@ -22,25 +23,44 @@ static void CUDART_CB hold_until_killed(void *unused)
 }
 
 // hooks.issue: lesson 12's issue_bucket (bucket b's all-reduce after its gradients), recorded as
-// soon as it is queued; --fault kill strikes around it.
+// soon as it is queued; --fault kill strikes around it, and --fault kill-writing two batches after
+// its checkpoint, the writer stopped in its file.
 static void issue_recorded(trainer *t, data_parallel *dp, long i, int b)
 {
     fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
-    int kill = fault_now(ft, FAULT_KILL, i);
-    if (kill) {
+    int kill = fault_now(ft, FAULT_KILL, i), writing = fault_now(ft, FAULT_KILL_WRITING, i - 2);
+    if (kill || writing) {
+        // every checkpoint begun before is complete (kill-writing: but the one its writer is in), and
         // every earlier call completed here, so every rank issued it; this one is held back on its
         // stream: the others enter it and wait for this rank's part, which never comes
+        if (writing) wait_writer_mid_file(ft);
+        checkpoints_settle(ft, kill);
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaLaunchHostFunc(dp->comm_stream, hold_until_killed, NULL));
     }
     issue_bucket(t, dp, i, b);  // lesson 12's
     recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, i, b, dp->plan.floats[b], sizeof(float), -1, dp->comm_stream, "comm");
-    if (kill) {
-        fprintf(stderr, "%s: killed inside all-reduce #%lld at batch %ld as asked (--fault kill)\n", ft->dist->name,
-                ft->rec.collectives - 1, i);
+    if (kill || writing) {
+        fprintf(stderr, "%s: killed inside all-reduce #%lld at batch %ld as asked (--fault %s)\n", ft->dist->name,
+                ft->rec.collectives - 1, i, kill ? "kill" : "kill-writing, its writer half way through its file");
         fflush(stderr);
         raise(SIGKILL);
     }
+}
+
+// hooks.wait: before bucket b's update, lesson 12's wait for its all-reduce; before the step's
+// first update, when a checkpoint is due, the snapshot of the weights the step is about to change
+// (snapshot.cu), then handed to the writer thread.
+static void wait_before_update(trainer *t, data_parallel *dp, int b)
+{
+    fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
+    if (b == 0 && ft->ckpt.snap.due) {
+        double t0 = host_now_ms();
+        snapshot_copy(t, ft);  // exercise 14-snapshot
+        snapshot_hand_over(ft);
+        ft->ckpt.fig.stall_ms += host_now_ms() - t0;
+    }
+    wait_reduced(t, dp, b);  // lesson 12's
 }
 
 // hooks.order: the buckets this rank issues at batch i, in order: 0, 1, ... (the order of the
@@ -73,7 +93,7 @@ void step_hooks(fault_tolerance *ft)
 {
     ddp_hooks *h = &ft->dp.hooks;
     h->issue = issue_recorded;
-    h->wait = wait_reduced;  // lesson 12's
+    h->wait = wait_before_update;  // lesson 12's wait_reduced, the snapshot before it
     h->order = bucket_order;
     h->issued = note_losses;
     h->ctx = ft;
@@ -123,13 +143,35 @@ static int next_calls_differ(const fingerprint *all, int r, long i, char *line, 
     return 1;
 }
 
-// Every rank's fingerprint through one small all-gather; where they differ, this rank stops
-// with the first divergence in one line (every rank finds the same), before any rank issues a
-// call that could hang: the calls made so far (their number and their hash), then the calls
-// about to be made, one by one.
+void fingerprint_setup(fault_tolerance *ft)
+{
+    fingerprint_exchange *x = &ft->fp;
+    x->bytes = sizeof(fingerprint);
+    if (ft->fingerprint_every <= 0) return;
+    x->d_all = (unsigned char *)device_alloc(x->bytes * (size_t)ft->dist->world);
+    x->h_all = (unsigned char *)pinned_alloc(x->bytes * (size_t)ft->dist->world);
+    CUDA_CHECK(cudaEventCreateWithFlags(&x->landed, cudaEventDisableTiming));
+}
+
+void fingerprint_teardown(fault_tolerance *ft)
+{
+    fingerprint_exchange *x = &ft->fp;
+    if (ft->fingerprint_every <= 0) return;
+    device_free(x->d_all);
+    pinned_free(x->h_all);
+    CUDA_CHECK(cudaEventDestroy(x->landed));
+}
+
+// Every rank's fingerprint through one small all-gather, in buffers made once (an allocation would
+// wait for the whole device: cudaFree, cudaFreeHost); where they differ, this rank stops with the
+// first divergence in one line (every rank finds the same), before any rank issues a call that
+// could hang: the calls made so far (their number and their hash), then the calls about to be
+// made, one by one.
 static void fingerprint_check(fault_tolerance *ft, long i)
 {
     dist_env *d = ft->dist;
+    fingerprint_exchange *x = &ft->fp;
+    double t0 = host_now_ms();
     fingerprint mine;
     memset(&mine, 0, sizeof mine);
     mine.hash = ft->rec.hash;
@@ -151,8 +193,17 @@ static void fingerprint_check(fault_tolerance *ft, long i)
         snprintf(e->stream, sizeof e->stream, "comm");
         e->fired = 1;  // not issued yet: nothing to wait for
     }
-    fingerprint *all = (fingerprint *)host_calloc((size_t)d->world, sizeof(fingerprint), "the fingerprints");
-    recorder_allgather(&ft->rec, d, i, &mine, all, sizeof mine, ft->dp.comm_stream, "comm");
+    cudaStream_t comm = ft->dp.comm_stream;
+    unsigned char *h_mine = x->h_all + x->bytes * (size_t)d->rank, *d_mine = x->d_all + x->bytes * (size_t)d->rank;
+    memcpy(h_mine, &mine, sizeof mine);
+    CUDA_CHECK(cudaMemcpyAsync(d_mine, h_mine, x->bytes, cudaMemcpyHostToDevice, comm));
+    NCCL_CHECK(d, ncclAllGather(d_mine, x->d_all, x->bytes, ncclUint8, d->comm, comm));
+    // in the ring as soon as it is queued, before the host waits: a rank stuck in it has it there
+    recorder_record(&ft->rec, FLIGHT_ALL_GATHER, i, -1, x->bytes * (size_t)d->world, 1, -1, comm, "comm");
+    CUDA_CHECK(cudaMemcpyAsync(x->h_all, x->d_all, x->bytes * (size_t)d->world, cudaMemcpyDeviceToHost, comm));
+    CUDA_CHECK(cudaEventRecord(x->landed, comm));
+    CUDA_CHECK(dist_event_wait(d, x->landed));  // this all-gather, behind the last batch's all-reduces
+    const fingerprint *all = (const fingerprint *)x->h_all;
     ft->fingerprint_checks++;
     char line[1024] = "";
     int differ = 0;
@@ -166,7 +217,7 @@ static void fingerprint_check(fault_tolerance *ft, long i)
             differ = 1;
         }
     for (int r = 1; r < d->world && !differ; r++) differ = next_calls_differ(all, r, i, line, sizeof line);
-    free(all);
+    ft->fingerprint_ms += host_now_ms() - t0;
     if (differ) dist_fail(d, "fingerprint check before batch %ld: %s", i, line);
 }
 
@@ -175,8 +226,10 @@ static void fingerprint_check(fault_tolerance *ft, long i)
 
 int train_loop(trainer *t, fault_tolerance *ft)
 {
-    long next_loss = ft->ckpt.start;  // the losses before the resume point came with the checkpoint
-    for (long i = ft->ckpt.start; i < t->opt.batches; i++) {
+    checkpointing *c = &ft->ckpt;
+    long next_loss = c->start;  // the losses before the resume point came with the checkpoint
+    for (long i = c->start; i < t->opt.batches; i++) {
+        writer_check(ft);  // a checkpoint writer that failed stops the run here, saying why
         if (ft->fingerprint_every > 0 && i % ft->fingerprint_every == 0) fingerprint_check(ft, i);
         int s = (int)(i % SLOTS);
         float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
@@ -188,15 +241,20 @@ int train_loop(trainer *t, fault_tolerance *ft)
         CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
         CUDA_CHECK(cudaEventRecord(ft->dp.copied[s], t->copy_stream));
         CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ft->dp.copied[s], 0));
-        ddp_step(t, &ft->dp, i, d_batch);  // lesson 12's step, its hooks below
+        ddp_step(t, &ft->dp, i, d_batch);  // lesson 12's step, its hooks above (a snapshot before the update)
         CUDA_CHECK(cudaEventRecord(ft->dp.stepped[s], t->compute_stream));
         loss_ring_queue(&ft->dp.losses, t, i, t->compute_stream);
         loss_ring_interval(&ft->dp.losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
         // with --checkpoint-dir, a checkpoint after every --checkpoint-every batches, none after
         // the last: the run is done
-        if (ft->ckpt.root && (i + 1) % ft->ckpt.every == 0 && i + 1 < t->opt.batches)
-            checkpoint_save(t, ft, i, &next_loss);
+        if (c->root && (i + 1) % c->every == 0 && i + 1 < t->opt.batches) {
+            if (c->mode == CKPT_BLOCKING)
+                checkpoint_save(t, ft, i, &next_loss);
+            else
+                snapshot_due(t, ft, i, next_loss);  // copied before batch i + 1's update, written behind it
+        }
     }
     ddp_average_losses(t, &ft->dp);  // its all-reduce recorded (note_losses)
+    checkpoints_drain(t, ft);        // the last checkpoint written before the run ends
     return 0;
 }

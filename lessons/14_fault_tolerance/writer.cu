@@ -1,0 +1,244 @@
+// STUDENT VERSION of solutions/14_fault_tolerance/writer.cu, made by `make lessons` (checksum 3266203603)
+// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
+// writer.cu (lesson 14): the checkpoint writer thread of the snapshot (snapshot.cu). It waits for
+// the snapshot's copy (polled on its own thread), writes the losses the copy brought into the image,
+// writes the rank's file (write_atomically, as the blocking checkpoint does), and leaves a word in
+// the rendezvous folder for rank 0; rank 0's writer waits for every rank's word, then writes the
+// manifest, last, and prunes. The threads call no NCCL: a word is a small file of this user's own.
+// A writer that fails never exits: it keeps its message for the main thread (writer_check).
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>    // nanosleep
+#include <unistd.h>  // getpid, pause, unlink
+
+#include "common/base/own_file.h"  // defines: own_file_create, own_file_publish
+#include "fault_tolerance.h"       // the lesson's types, and through it the course's headers
+
+// A short sleep between two polls: the writer's, of its copy and of the words; the main thread's,
+// of the writer.
+void nap(long ns)
+{
+    struct timespec ts = {0, ns};
+    nanosleep(&ts, NULL);
+}
+
+// ----------------------------------------------------------------------------
+// the words: what each rank's writer did, for rank 0's
+
+// The writers' words in the rendezvous folder: what rank R's writer did with checkpoint B, read by
+// rank 0's: "FINGERPRINT B ok SIZE SUM 0", "... failed 0 0 ERRNO", "... skipped 0 0 0". The
+// fingerprint (NCCL's id, hashed) makes a word of another run with the same id never read as this one's.
+static void word_path(const dist_env *d, long batch, int rank, char *out, size_t size)
+{
+    snprintf(out, size, "%s/checkpoint.%s.b%ld.rank%d", d->folder, d->run, batch, rank);
+}
+
+void say_word(fault_tolerance *ft, long batch, const char *what, long long size, uint64_t sum, int err)
+{
+    dist_env *d = ft->dist;
+    char path[1300], tmp[1400];
+    word_path(d, batch, d->rank, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = own_file_create(tmp);
+    if (!f) return;  // rank 0 then waits until --timeout-s, and says so
+    fprintf(f, "%s %ld %s %lld %016llx %d\n", d->fingerprint, batch, what, size, (unsigned long long)sum, err);
+    own_file_publish(f, tmp, path);
+}
+
+// ----------------------------------------------------------------------------
+// the writer thread
+
+// The writer waits for the snapshot's copy, polled: a stop of the run (quit) ends the wait.
+// 0, or -1 with CUDA's message in `why`.
+static int wait_for_copy(fault_tolerance *ft, char *why, size_t size)
+{
+    checkpoint_writer *w = &ft->ckpt.writer;
+    for (;;) {
+        cudaError_t state = cudaEventQuery(ft->ckpt.snap.copied);
+        if (state == cudaSuccess) return 0;
+        if (state != cudaErrorNotReady) {  // CUDA_CHECK's message, without its exit(): the main thread says it
+            check_message(why, size, "waiting for the snapshot's copy (the checkpoint writer)", __FILE__, __LINE__,
+                          state);
+            return -1;
+        }
+        pthread_mutex_lock(&w->lock);
+        int quit = w->quit;
+        pthread_mutex_unlock(&w->lock);
+        if (quit) {
+            snprintf(why, size, "the run stopped before the snapshot's copy landed");
+            return -1;
+        }
+        nap(50000);
+    }
+}
+
+// Rank r's word of checkpoint `batch`, when there is one of this run: 1 and what it says, else 0.
+static int read_word(const fault_tolerance *ft, long batch, int r, char *what, long long *size, uint64_t *sum, int *err)
+{
+    const dist_env *d = ft->dist;
+    char path[1300], fp[32];
+    long b = -1;
+    unsigned long long s = 0;
+    word_path(d, batch, r, path, sizeof path);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    int n = fscanf(f, "%31s %ld %15s %lld %16llx %d", fp, &b, what, size, &s, err);
+    fclose(f);
+    *sum = s;
+    return n == 6 && strcmp(fp, d->fingerprint) == 0 && b == batch;
+}
+
+// Rank 0's writer: every other rank's word of checkpoint `batch`, into sizes[] and sums[]. 1 when
+// every rank wrote its file, 0 when one skipped it (no manifest: the checkpoint is abandoned), -1
+// with why when one failed, or said nothing for --timeout-s.
+static int gather_words(fault_tolerance *ft, long batch, long long *sizes, uint64_t *sums, char *why, size_t size)
+{
+    dist_env *d = ft->dist;
+    double since = host_now_ms();
+    for (int r = 1; r < d->world; r++) {
+        char what[16] = "";
+        int err = 0;
+        while (!read_word(ft, batch, r, what, &sizes[r], &sums[r], &err)) {
+            pthread_mutex_lock(&ft->ckpt.writer.lock);
+            int quit = ft->ckpt.writer.quit;
+            pthread_mutex_unlock(&ft->ckpt.writer.lock);
+            if (quit || host_now_ms() - since > d->timeout_s * 1e3) {
+                snprintf(why, size,
+                         "the checkpoint of batch %ld was not written: no word from rank %d of its file after %.0f s",
+                         batch, r, (host_now_ms() - since) / 1e3);
+                return -1;
+            }
+            nap(WORD_POLL_NS);
+        }
+        if (strcmp(what, "skipped") == 0) return 0;
+        if (strcmp(what, "ok") != 0) {
+            snprintf(why, size,
+                     "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
+                     "complete checkpoint stays where it was",
+                     batch, r, strerror(err));
+            return -1;
+        }
+    }
+    return 1;
+}
+
+// Removes every rank's word of checkpoint `batch` (rank 0, once it has read them).
+void clear_words(fault_tolerance *ft, long batch)
+{
+    char path[1300];
+    for (int r = 1; r < ft->dist->world; r++) {
+        word_path(ft->dist, batch, r, path, sizeof path);
+        unlink(path);
+    }
+}
+
+// One checkpoint, on the writer thread: the copy waited for, the file laid out around the weights
+// and written, the word said; rank 0: the manifest once every rank's file is there. 1 when it is
+// complete (rank 0: its manifest written; the others: their file), 0 when another rank skipped it,
+// -1 with why.
+static int write_checkpoint(trainer *t, fault_tolerance *ft, long batch, long next_loss, char *why, size_t size)
+{
+    checkpointing *c = &ft->ckpt;
+    snapshot *s = &c->snap;
+    dist_env *d = ft->dist;
+    if (wait_for_copy(ft, why, size) != 0) return -1;
+    c->fig.copy_ms += event_ms(s->began, s->copied);
+    c->fig.copies++;
+    trace_range range = trace_begin(TL_RANGE_OTHER, "write", (int)batch);
+    double t0 = host_now_ms();
+    for (long k = next_loss; k <= batch; k++) image_loss(t, ft, k, s->h_ring[k % t->loss_slots]);  // not yet taken
+    if (c->write_delay_ms > 0) host_sleep_ms(c->write_delay_ms);  // a test delay: a checkpoint that stays busy
+    long long sizes[CKPT_MAX_RANKS] = {0};
+    uint64_t sums[CKPT_MAX_RANKS] = {0};
+    int err = write_rank_file(ft, batch, &sizes[d->rank], &sums[d->rank]) != 0 ? errno : 0;
+    c->fig.write_ms += host_now_ms() - t0;
+    c->fig.bytes = (size_t)sizes[d->rank];
+    c->fig.bytes_written += (double)sizes[d->rank];
+    trace_end(&range);
+    if (d->world > 1 && d->rank != 0) say_word(ft, batch, err ? "failed" : "ok", sizes[d->rank], sums[d->rank], err);
+    if (err) {
+        snprintf(why, size,
+                 "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
+                 "complete checkpoint stays where it was",
+                 batch, d->rank, strerror(err));
+        return -1;
+    }
+    if (d->rank != 0) {
+        c->fig.written++;
+        return 1;  // its file: the manifest is rank 0's (checkpoints_settle looks for it)
+    }
+    int every = gather_words(ft, batch, sizes, sums, why, size);
+    if (every < 0) return -1;
+    if (every == 0) {  // another rank skipped it: no manifest, and ckpt_prune removes the folder later
+        c->fig.abandoned++;
+        clear_words(ft, batch);
+        return 0;
+    }
+    if (commit_checkpoint(ft, batch, sizes, sums, why, size) != 0) return -1;
+    clear_words(ft, batch);
+    c->fig.written++;
+    return 1;
+}
+
+void *writer_main(void *arg)
+{
+    checkpoint_writer *w = (checkpoint_writer *)arg;
+    trainer *t = w->t;
+    fault_tolerance *ft = w->ft;
+    trace_name_thread("checkpoint writer", TL_TRACK_THREAD);
+    char why[sizeof w->error];
+    cudaError_t set = cudaSetDevice(w->device);  // a thread starts on device 0: the rank's own, for its events
+    if (set != cudaSuccess)
+        check_message(why, sizeof why, "cudaSetDevice (the checkpoint writer)", __FILE__, __LINE__, set);
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        while (!w->job && !w->quit) pthread_cond_wait(&w->wake, &w->lock);
+        if (!w->job) {
+            pthread_mutex_unlock(&w->lock);
+            break;
+        }
+        long batch = w->batch, next_loss = w->next_loss;
+        pthread_mutex_unlock(&w->lock);
+        int done = set == cudaSuccess ? write_checkpoint(t, ft, batch, next_loss, why, sizeof why) : -1;
+        pthread_mutex_lock(&w->lock);
+        if (done < 0 && !w->error[0]) memcpy(w->error, why, sizeof w->error);
+        if (done > 0) ft->ckpt.snap.last_complete = batch;
+        w->job = 0;
+        w->busy = 0;
+        pthread_mutex_unlock(&w->lock);
+    }
+    return NULL;
+}
+
+// ----------------------------------------------------------------------------
+// --fault kill-writing: the writer stops half way through its file
+
+void writer_mid_file(fault_tolerance *ft)
+{
+    checkpoint_writer *w = &ft->ckpt.writer;
+    fprintf(stderr,
+            "%s: its checkpoint writer stops half way through the checkpoint of batch %ld as asked "
+            "(--fault kill-writing)\n",
+            ft->dist->name, (long)ft->fault.at_batch);
+    fflush(stderr);
+    pthread_mutex_lock(&w->lock);
+    w->mid_file = 1;
+    pthread_mutex_unlock(&w->lock);
+    for (;;) pause();  // until the rank is killed
+}
+
+void wait_writer_mid_file(fault_tolerance *ft)
+{
+    checkpoint_writer *w = &ft->ckpt.writer;
+    double since = host_now_ms();
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        int there = w->mid_file;
+        pthread_mutex_unlock(&w->lock);
+        if (there || host_now_ms() - since > ft->dist->timeout_s * 1e3) return;
+        nap(WORD_POLL_NS);
+    }
+}

@@ -1,0 +1,383 @@
+// snapshot-host.c: lesson 14's checkpoints (solutions/14_fault_tolerance/snapshot.cu, writer.cu
+// and checkpoint.cu, the real files, built host-only beside this one) driven by a training loop of its
+// own, without a GPU: what the writer thread does, and what the main thread does with it. The
+// CUDA and NCCL calls are stubbed: a copy lands when it is issued, an event has always fired (the
+// order on the device is the GPU checks' to prove). Built by tests/14_fault_tolerance.bats
+// (snapshot_host), under ThreadSanitizer or AddressSanitizer.
+//
+//   snapshot-host DIR CASE
+//     same       one rank: a snapshot run's checkpoint files are the blocking run's, byte for byte
+//     busy-wait  a writer slower than a batch: every checkpoint after the first waits for it
+//     busy-skip  the same, skipped: due = written + skipped
+//     ranks      three ranks (threads of their own, as processes would be): rank 0's manifest waits
+//                for every rank's word in the rendezvous folder, each checkpoint whole
+//     skip-one   three ranks, rank 2 skips one checkpoint: rank 0 writes no manifest of it
+//     disk-full  rank 1's write fails (ENOSPC, --fault disk-full): its main thread stops the run
+//                with the writer's message (exit code 1), the writer never exits
+// Exit 0 when the case holds; 1 with the reason.
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "solutions/14_fault_tolerance/fault_tolerance.h"
+
+#define PARAMS 1000    // weights a rank holds
+#define BATCHES 31     // batches a run trains
+#define RANKS_MAX 3    // ranks of the cases that have several
+#define INTERVAL 10    // lesson 08's: the losses read every 10 batches, one behind
+#define LOSS_SLOTS 11  // its ring
+
+// ----------------------------------------------------------------------------
+// the calls the checkpoints make, stubbed: a copy lands when it is issued
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    (void)kind, (void)stream;
+    memcpy(dst, src, count);
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) { return (void)event, (void)stream, cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags)
+{
+    return (void)stream, (void)event, (void)flags, cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t event) { return (void)event, cudaSuccess; }
+cudaError_t cudaEventCreate(cudaEvent_t *event) { return *event = NULL, cudaSuccess; }
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags)
+{
+    return (void)flags, *event = NULL, cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event) { return (void)event, cudaSuccess; }
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t *stream, unsigned int flags)
+{
+    return (void)flags, *stream = NULL, cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t stream) { return (void)stream, cudaSuccess; }
+cudaError_t cudaSetDevice(int device) { return (void)device, cudaSuccess; }
+cudaError_t cudaGetDevice(int *device) { return *device = 0, cudaSuccess; }
+const char *cudaGetErrorName(cudaError_t error) { return (void)error, "stub"; }
+const char *cudaGetErrorString(cudaError_t error) { return (void)error, "stub"; }
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state)
+{
+    return (void)comm, *state = ncclSuccess, ncclSuccess;
+}
+const char *ncclGetErrorString(ncclResult_t result) { return (void)result, "stub"; }
+
+void check_fail(const char *expr, const char *file, int line, const char *name, const char *text)
+{
+    fprintf(stderr, "%s:%d: %s failed: %s (%s)\n", file, line, expr, name, text);
+    exit(EXIT_FAILURE);
+}
+void check_message(char *buf, size_t size, const char *expr, const char *file, int line, cudaError_t err)
+{
+    snprintf(buf, size, "%s:%d: %s failed: %d", file, line, expr, (int)err);
+}
+void *host_calloc(size_t count, size_t size, const char *what)
+{
+    void *p = calloc(count, size);
+    if (!p) fprintf(stderr, "out of memory for %s\n", what), exit(EXIT_FAILURE);
+    return p;
+}
+void *pinned_alloc(size_t bytes) { return host_calloc(1, bytes, "pinned"); }
+void pinned_free(void *p) { free(p); }
+double host_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+void host_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+double event_ms(cudaEvent_t a, cudaEvent_t b) { return (void)a, (void)b, 0.5; }
+stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstreams, int warmup, int reps)
+{
+    (void)streams, (void)nstreams, (void)warmup, (void)reps;
+    work(ctx);
+    stats s = {1.0, 1.0, 1.0, 1.0, 1};
+    return s;
+}
+void test_delay(trainer *t, delay_target where, cudaStream_t stream) { (void)t, (void)where, (void)stream; }
+trace_range trace_begin(tl_range kind, const char *name, int batch)
+{
+    trace_range r = {kind, name, batch, 0};
+    return r;
+}
+void trace_end(trace_range *r) { (void)r; }
+void trace_name_thread(const char *name, tl_track_kind kind) { (void)name, (void)kind; }
+void trace_name_stream(cudaStream_t stream, const char *name) { (void)stream, (void)name; }
+host_wait host_wait_begin(tl_range kind, const char *name)
+{
+    host_wait w = {trace_begin(kind, name, -1), host_now_ms()};
+    return w;
+}
+void host_wait_end(trainer *t, host_wait *w) { (void)t, (void)w; }
+void trainer_take_loss(trainer *t, long i)
+{
+    t->run.losses[i] = t->d_loss[i % t->loss_slots];  // the blocking checkpoint has waited: the copy landed
+    t->run.taken[i]++;
+}
+
+// A rank that stops: its message, and the process ends (exit code 1), as dist_fail ends a rank.
+_Noreturn static void stop_rank(dist_env *d, const char *fmt, va_list ap)
+{
+    char message[1200];
+    vsnprintf(message, sizeof message, fmt, ap);
+    printf("%s stopped: %s\n", d->name, message);
+    fflush(stdout);
+    exit(EXIT_FAILURE);
+}
+void dist_fail(dist_env *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    stop_rank(d, fmt, ap);
+}
+void dist_abort(dist_env *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    stop_rank(d, fmt, ap);
+}
+dist_waiting dist_waiting_start(const char *what)
+{
+    dist_waiting w = {host_now_ms(), 0, what, 1};
+    return w;
+}
+int dist_waiting_over(dist_env *d, dist_waiting *w, char *why, size_t size)
+{
+    if (host_now_ms() - w->since_ms <= d->timeout_s * 1e3) return 0;
+    snprintf(why, size, "nothing happened for %.0f s while %s", d->timeout_s, w->what);
+    return 1;
+}
+cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event) { return (void)d, (void)event, cudaSuccess; }
+// the blocking checkpoint's all-gather: one rank here, its own part
+void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void *mine, void *all, size_t bytes,
+                        cudaStream_t stream, const char *stream_name)
+{
+    (void)r, (void)d, (void)batch, (void)stream, (void)stream_name;
+    memcpy(all, mine, bytes);
+}
+
+// ----------------------------------------------------------------------------
+// a rank: its state, and a training loop shaped as lesson 14's
+
+typedef struct {
+    dist_env d;
+    trainer t;
+    fault_tolerance ft;
+    float params[PARAMS];
+    float ring[LOSS_SLOTS];
+    double losses[BATCHES];
+    int taken[BATCHES];
+    int skip_at;      // skip-one: this rank finds its writer busy at this batch's checkpoint
+    char ckpt[1100];  // its --checkpoint-dir
+} rank_state;
+
+static void rank_init(rank_state *r, const char *dir, const char *ckpt, int rank, int world, int mode, int busy,
+                      int delay_ms)
+{
+    memset(r, 0, sizeof *r);
+    snprintf(r->ckpt, sizeof r->ckpt, "%s", ckpt);
+    r->skip_at = -1;
+    dist_env *d = &r->d;
+    d->rank = rank, d->world = world, d->timeout_s = 20;
+    snprintf(d->name, sizeof d->name, "rank %d", rank);
+    snprintf(d->folder, sizeof d->folder, "%s", world > 1 ? dir : "");
+    snprintf(d->run, sizeof d->run, "host");
+    snprintf(d->fingerprint, sizeof d->fingerprint, "0123456789abcdef");
+    trainer *t = &r->t;
+    t->opt.batches = BATCHES;
+    t->loss_slots = LOSS_SLOTS;
+    t->d_loss = r->ring;
+    t->run.losses = r->losses;
+    t->run.taken = r->taken;
+    t->model.shape.nparams = PARAMS;
+    t->model.d_params = r->params;
+    fault_tolerance *ft = &r->ft;
+    ft->dist = d;
+    ft->fault.kind = FAULT_NONE, ft->fault.rank = ft->fault.at_batch = -1;
+    checkpointing *c = &ft->ckpt;
+    c->root = r->ckpt, c->every = 3, c->mode = mode, c->busy_rule = busy, c->write_delay_ms = delay_ms;
+    c->resume_from = -1;
+    int dims[3] = {10, 90, 10};
+    ckpt_run_init(&c->run, world, dims, 2, PARAMS, 1, 64 * world, 64, 0.02, 5, 1 << 20);
+    for (int k = 0; k < PARAMS; k++) r->params[k] = (float)(k % 7) * 0.5f;
+}
+
+// Waits until the writer is idle, then marks it busy as a checkpoint in flight would (it has no
+// job: it stays asleep), or marks it idle again.
+static void claim_writer(checkpoint_writer *w, int claim)
+{
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        int idle = !w->busy || !claim;
+        if (idle) w->busy = claim;
+        pthread_mutex_unlock(&w->lock);
+        if (idle) return;
+        host_sleep_ms(1);
+    }
+}
+
+// The loop of train.cu, a step being a change of every weight and a loss: the snapshot before the
+// update of the batch after its checkpoint, the losses taken every INTERVAL batches, one behind.
+static void *train(void *arg)
+{
+    rank_state *r = (rank_state *)arg;
+    trainer *t = &r->t;
+    fault_tolerance *ft = &r->ft;
+    checkpointing *c = &ft->ckpt;
+    checkpoints_setup(t, ft);
+    long next_loss = 0;
+    for (long i = 0; i < BATCHES; i++) {
+        writer_check(ft);
+        if (c->snap.due) {
+            snapshot_copy(t, ft);
+            snapshot_hand_over(ft);
+        }
+        for (int k = 0; k < PARAMS; k++) r->params[k] += 0.001f * (float)((i * 31 + k) % 17);  // the update
+        r->ring[i % LOSS_SLOTS] = 1.0f / (float)(i + 1);
+        if ((i + 1) % INTERVAL == 0 || i == BATCHES - 1) {
+            long upto = i == BATCHES - 1 ? i : i - 1;
+            for (; next_loss <= upto; next_loss++) trainer_take_loss(t, next_loss);
+        }
+        if ((i + 1) % c->every == 0 && i + 1 < BATCHES) {
+            if (c->mode == CKPT_BLOCKING)
+                checkpoint_save(t, ft, i, &next_loss);
+            else if (i == r->skip_at) {  // as if its writer were busy, under --checkpoint-busy skip
+                claim_writer(&c->writer, 1);
+                c->busy_rule = BUSY_SKIP;
+                snapshot_due(t, ft, i, next_loss);
+                c->busy_rule = BUSY_WAIT;
+                claim_writer(&c->writer, 0);
+            } else
+                snapshot_due(t, ft, i, next_loss);
+        }
+    }
+    checkpoints_drain(t, ft);
+    return NULL;
+}
+
+// ----------------------------------------------------------------------------
+// the cases
+
+static int failures;
+static void expect(int ok, const char *fmt, ...)
+{
+    if (ok) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    failures++;
+}
+
+// 1 when files A and B hold the same bytes
+static int same_file(const char *a, const char *b)
+{
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd, "cmp -s '%s' '%s'", a, b);
+    return system(cmd) == 0;
+}
+
+// One rank's run into DIR/NAME, MODE and BUSY, the writer sleeping DELAY ms before each file.
+static void one_rank(const char *dir, const char *name, int mode, int busy, int delay, rank_state *r)
+{
+    char ckpt[1100];
+    snprintf(ckpt, sizeof ckpt, "%s/%s", dir, name);
+    mkdir(ckpt, 0755);
+    rank_init(r, dir, ckpt, 0, 1, mode, busy, delay);
+    train(r);
+    checkpoints_teardown(&r->t, &r->ft);
+}
+
+// The ranks of one run, each a thread as a process would be, into DIR/ck.
+static void ranks(const char *dir, rank_state *r, int world, int skip_rank, long skip_at)
+{
+    char ckpt[1100];
+    snprintf(ckpt, sizeof ckpt, "%s/ck", dir);
+    mkdir(ckpt, 0755);
+    pthread_t th[RANKS_MAX];
+    for (int k = 0; k < world; k++) {
+        rank_init(&r[k], dir, ckpt, k, world, CKPT_SNAPSHOT, BUSY_WAIT, k == 1 ? 20 : 0);
+        if (k == skip_rank) r[k].skip_at = skip_at;
+    }
+    for (int k = 0; k < world; k++) pthread_create(&th[k], NULL, train, &r[k]);
+    for (int k = 0; k < world; k++) pthread_join(th[k], NULL);
+    for (int k = 0; k < world; k++) checkpoints_teardown(&r[k].t, &r[k].ft);  // every rank drained first
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: snapshot-host DIR same|busy-wait|busy-skip|ranks|skip-one|disk-full\n");
+        return 2;
+    }
+    const char *dir = argv[1], *which = argv[2];
+    static rank_state r[RANKS_MAX], b;
+    char a_path[1300], b_path[1300];
+    if (strcmp(which, "same") == 0) {
+        one_rank(dir, "blocking", CKPT_BLOCKING, BUSY_WAIT, 0, &b);
+        one_rank(dir, "snapshot", CKPT_SNAPSHOT, BUSY_WAIT, 0, &r[0]);
+        for (long batch = 26; batch <= 29; batch += 3) {  // the newest two kept: after batches 26 and 29
+            for (int f = 0; f < 2; f++) {
+                const char *file = f ? "manifest" : "rank0.bin";
+                snprintf(a_path, sizeof a_path, "%s/blocking/ckpt-%08ld/%s", dir, batch, file);
+                snprintf(b_path, sizeof b_path, "%s/snapshot/ckpt-%08ld/%s", dir, batch, file);
+                expect(same_file(a_path, b_path), "%s and %s differ", a_path, b_path);
+            }
+        }
+        checkpoint_figures *f = &r[0].ft.ckpt.fig;
+        expect(f->due == 10 && f->written == 10, "snapshot: due %ld written %ld", f->due, f->written);
+    } else if (strcmp(which, "busy-wait") == 0 || strcmp(which, "busy-skip") == 0) {
+        int skip = strcmp(which, "busy-skip") == 0;
+        one_rank(dir, "busy", CKPT_SNAPSHOT, skip ? BUSY_SKIP : BUSY_WAIT, 30, &r[0]);
+        checkpoint_figures *f = &r[0].ft.ckpt.fig;
+        printf("due %ld written %ld waits %ld skips %ld\n", f->due, f->written, f->busy_waits, f->busy_skips);
+        if (skip)
+            expect(f->busy_waits == 0 && f->busy_skips >= 1 && f->written + f->busy_skips == f->due, "skip");
+        else
+            expect(f->busy_waits == f->due - 1 && f->written == f->due && f->busy_skips == 0, "wait");
+    } else if (strcmp(which, "ranks") == 0 || strcmp(which, "skip-one") == 0) {
+        int skip = strcmp(which, "skip-one") == 0;
+        ranks(dir, r, 3, skip ? 2 : -1, 26);
+        checkpoint_figures *f = &r[0].ft.ckpt.fig;
+        printf("rank 0: due %ld written %ld abandoned %ld\n", f->due, f->written, f->abandoned);
+        expect(f->due == 10 && f->written == (skip ? 9 : 10) && f->abandoned == skip, "rank 0's checkpoints");
+        snprintf(a_path, sizeof a_path, "%s/ck/ckpt-00000026/manifest", dir);
+        struct stat st;
+        expect((stat(a_path, &st) == 0) == !skip, "%s: %s", a_path, skip ? "a manifest, rank 2 skipped it" : "none");
+        char cmd[1300];
+        snprintf(cmd, sizeof cmd, "ls '%s' | grep -c '^checkpoint\\.' >/dev/null", dir);
+        expect(system(cmd) != 0, "words left in %s", dir);
+    } else if (strcmp(which, "disk-full") == 0) {
+        char ckpt[1100];
+        snprintf(ckpt, sizeof ckpt, "%s/ck", dir);
+        mkdir(ckpt, 0755);
+        rank_init(&r[0], dir, ckpt, 1, 2, CKPT_SNAPSHOT, BUSY_WAIT, 0);
+        r[0].ft.fault.kind = FAULT_DISK_FULL, r[0].ft.fault.rank = 1, r[0].ft.fault.at_batch = 11;
+        // the fault waits for rank 0's manifest of the checkpoint before (rank 0 is not here)
+        snprintf(a_path, sizeof a_path, "%s/ckpt-00000008", ckpt);
+        mkdir(a_path, 0755);
+        snprintf(a_path, sizeof a_path, "%s/ckpt-00000008/manifest", ckpt);
+        fclose(fopen(a_path, "w"));
+        train(&r[0]);  // exits with code 1, its line on stdout
+        expect(0, "rank 1 did not stop");
+    } else {
+        fprintf(stderr, "snapshot-host: unknown case %s\n", which);
+        return 2;
+    }
+    if (!failures) printf("%s: holds\n", which);
+    return failures ? 1 : 0;
+}
