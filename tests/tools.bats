@@ -674,8 +674,11 @@ fake_build() {
     fake_build "$b" 4
     run --separate-stderr env -u CUDA_VISIBLE_DEVICES "$ROOT/tools/dev-check" --lanes --plan --build "$b"
     assert_success
-    assert_equal "${#lines[@]}" 3
+    assert_equal "${#lines[@]}" 4
     assert_line --index 0 "lanes: 4 GPUs (counted by $b/tools/gpu-probe), a lane each: CUDA_VISIBLE_DEVICES=0, 1, 2, 3"
+    # the CPUs shared: each lane's builds within its share, never the machine's CPUs each
+    cpus=$(nproc) share=$(($(nproc) / 5))
+    assert_line --index 3 "lanes: each lane builds $((share >= 1 ? share : 1)) at once (DEV_CHECK_JOBS: $cpus CPUs, 4 lanes and the rest)"
     [[ "${lines[1]}" == "lanes: side by side, the heaviest first, each on the next free GPU: "* ]] || fail "${lines[1]}"
     assert_equal "$(tr ' ' '\n' <<<"${lines[1]##*: }" | sort | tr '\n' ' ')" "$lessons"
     assert_line --index 2 "lanes: then, with all 4 GPUs visible, the checks of speed of ${speed% }"
@@ -796,20 +799,23 @@ stored_lanes() {
     assert_success
     assert_equal "${lines[-1]}" "gpu-check: passed (800 s)"
     # several GPUs: the parts side by side, then the checks of speed; the time on the clock, not the sum
-    echo "suite dev-check handouts speed" >"$g/parts"
+    echo "suite dev-check handouts ranks speed" >"$g/parts"
     echo 520 >"$g/seconds"
+    printf 'ranks\t150\t0\n' >>"$g/times.tsv"
+    printf 'run-tests: x\n40 passed, 0 failed, 0 skipped\n' >"$g/ranks.txt"
     run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
     assert_equal "$status" 1
-    assert_line --index 5 "  speed: not run"
-    assert_equal "${lines[-1]}" "gpu-check: 1 of 4 parts failed: speed (520 s)"
+    assert_line --index 4 "  ranks: 40 passed, 0 failed, 0 skipped (150 s)"
+    assert_line --index 6 "  speed: not run"
+    assert_equal "${lines[-1]}" "gpu-check: 1 of 5 parts failed: speed (520 s)"
     printf 'speed\t90\t0\n' >>"$g/times.tsv"
     printf '1..1\nok 1 12 two GPUs, speed: y in 9ms # skip a check of speed: it needs 2\n' >"$g/speed.tap"
     printf 'run-tests: x\n4 passed, 0 failed, 1 skipped\nlanes: y\ndev-check: passed (lanes: unsolved mutants)\n' \
         >"$g/speed.txt"
     run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
     assert_success
-    assert_line --index 4 "  speed: the suite's 4 passed, 0 failed, 1 skipped; the lanes' passed (lanes: unsolved mutants) (90 s)"
-    assert_line --index 6 "  speed skipped: 12 two GPUs, speed: y: a check of speed: it needs 2"
+    assert_line --index 5 "  speed: the suite's 4 passed, 0 failed, 1 skipped; the lanes' passed (lanes: unsolved mutants) (90 s)"
+    assert_line --index 7 "  speed skipped: 12 two GPUs, speed: y: a check of speed: it needs 2"
     assert_equal "${lines[-1]}" "gpu-check: passed (520 s)"
 }
 
