@@ -1268,6 +1268,21 @@ alive() {
     assert_equal "${lines[-1]}" "resume: at batch 20 from ckpt-00000019"
 }
 
+# Rank 0 prunes after every checkpoint, and reading a checkpoint back costs as long as writing it
+# (2026-11-27, one H200: 0.3 s for 206 MB): what goes whatever its check would say is not read. A
+# rank file that is a named pipe blocks whoever opens it: the oldest checkpoint's.
+# bats test_tags=claim:14-prune-unread
+@test "tools: checkpoint-report --prune reads no checkpoint older than the newest two that verify: it only removes them" {
+    c=$BATS_TEST_TMPDIR/c
+    for b in 4 9 14; do make_ckpt "$c" "$b" $((b + 1)); done
+    rm "$c/ckpt-00000004/rank1.bin"
+    mkfifo "$c/ckpt-00000004/rank1.bin"
+    run timeout 20 "$TOOLS/checkpoint-report" "$c" --prune 14
+    [ "$status" -ne 124 ] || fail "the prune opened the oldest checkpoint's rank file (a named pipe) and waited on it"
+    assert_success
+    assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000009 ckpt-00000014"
+}
+
 # Rank 0 prunes after every checkpoint: a manifest that does not verify now (a bad block, a file
 # changed) must not cost the last checkpoint that does.
 # bats test_tags=claim:14-prune-verify

@@ -158,7 +158,8 @@ int ckpt_complete(const char *root, long long *out, ckpt_manifest *manifests, in
 // verify now (a bad block, memory short) stays until CKPT_KEEP newer ones verify: a failed re-read
 // never costs the last good one. Never `newest`, never a newer one (an earlier attempt's), and
 // never through a symbolic link: an entry of root that is a link is left alone, and a folder's
-// entries are removed, never what a link among them points to. Returns how many folders it removed.
+// entries are removed, never what a link among them points to. A folder older than the CKPT_KEEP
+// newest that verify is removed without being read. Returns how many folders it removed.
 int ckpt_prune(const char *root, long long newest);
 
 #ifdef __cplusplus

@@ -146,6 +146,11 @@ int ckpt_prune(const char *root, long long newest)
         // newer: an earlier attempt's; a link: whatever it points to is not this run's to remove
         if (batches[k] > newest || !real_folder(root, batches[k])) continue;
         ckpt_manifest_file(root, batches[k], path, sizeof path);
+        // past the newest CKPT_KEEP that verify, a folder goes whatever its check would say: not read
+        if (kept >= CKPT_KEEP && batches[k] != newest) {
+            removed += remove_checkpoint(root, batches[k]);
+            continue;
+        }
         if (ckpt_check(root, batches[k], &m, why, sizeof why) == 0) {
             if (kept++ < CKPT_KEEP || batches[k] == newest) continue;  // the newest that verify
         } else if (batches[k] == newest || stat(path, &st) == 0) {
