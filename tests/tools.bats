@@ -11,6 +11,18 @@ load helpers
 
 FIG=$ROOT/tools/multi-gpu-figures
 
+# refused_without_gpu NAME DIR COMMAND...: COMMAND, no GPU visible, ends with exit code 3 and one
+# line on stderr, "NAME: no usable GPU (why)", having written nothing into DIR
+refused_without_gpu() {
+    local name=$1 dir=$2
+    shift 2
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$@"
+    assert_equal "$status" 3
+    assert_equal "$(grep -c . <<<"$stderr")" 1
+    [[ "$stderr" == "$name: no usable GPU ("* ]] || fail "$stderr"
+    [ ! -e "$dir" ] || fail "it wrote $(ls "$dir")"
+}
+
 # bench_table OUT: the bench's table from the fixtures copied into OUT (one round)
 bench_table() {
     run env BENCH_OUT="$1" BENCH_REPORT_ONLY=1 BENCH_ROUNDS=1 BENCH_DEVICE="fixture GPU" BENCH_DRIVER=0 \
@@ -49,11 +61,8 @@ row() {
 
 @test "tools: multi-gpu-figures without a GPU: exit code 3, one line saying why, nothing written" {
     [ -x "$TOOLS/gpu-probe" ] || skip "$TOOLS/gpu-probe is not built (run make)"
-    run --separate-stderr env CUDA_VISIBLE_DEVICES= COURSE_BIN="$REF_BIN" "$FIG" --out "$BATS_TEST_TMPDIR/out"
-    assert_equal "$status" 3
-    assert_equal "$(grep -c . <<<"$stderr")" 1
-    [[ "$stderr" == "multi-gpu-figures: no usable GPU ("* ]] || fail "$stderr"
-    [ ! -e "$BATS_TEST_TMPDIR/out" ] || fail "it wrote $(ls "$BATS_TEST_TMPDIR/out")"
+    refused_without_gpu multi-gpu-figures "$BATS_TEST_TMPDIR/out" env COURSE_BIN="$REF_BIN" "$FIG" \
+        --out "$BATS_TEST_TMPDIR/out"
 }
 
 @test "tools: bench's tables of 12 and 13 from stored runs: the traces measured per rank, targets judged" {
@@ -762,11 +771,8 @@ stored_lanes() {
 
 @test "tools: gpu-check without a GPU: exit code 3 and one line, nothing run or written" {
     [ -x "$TOOLS/gpu-probe" ] || fail "$TOOLS/gpu-probe is not built (run make)"
-    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$ROOT/tools/gpu-check" --build "$(dirname "$TOOLS")" --out "$BATS_TEST_TMPDIR/g"
-    assert_equal "$status" 3
-    assert_equal "$(grep -c . <<<"$stderr")" 1
-    [[ "$stderr" == "gpu-check: no usable GPU ("* ]] || fail "$stderr"
-    [ ! -e "$BATS_TEST_TMPDIR/g" ] || fail "it wrote $(ls "$BATS_TEST_TMPDIR/g")"
+    refused_without_gpu gpu-check "$BATS_TEST_TMPDIR/g" "$ROOT/tools/gpu-check" --build "$(dirname "$TOOLS")" \
+        --out "$BATS_TEST_TMPDIR/g"
 }
 
 @test "tools: gpu-check's summary from a stored run: a line per part with its time, the parts that failed named" {
