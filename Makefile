@@ -313,11 +313,13 @@ grade-class:
 dev-check:
 	@$(AS_A_USER) tools/dev-check --build $(BUILD) $(if $(LESSON),--lesson $(LESSON)) $(if $(LANES),--lanes) $(PARTS)
 
-# Needs a GPU: the suite, then every lesson's dev-check, one GPU each (tools/gpu-check); its
-# results in BUILD/gpu-check, or GPU_CHECK_OUT=DIR.
+# Needs a GPU: everything that compiles first, then every check a GPU proves, the mutants' and
+# the handouts' with the suite's, over every GPU (tools/gpu-check); its results in BUILD/gpu-check,
+# or GPU_CHECK_OUT=DIR. LESSONS=12-15: those lessons alone; RESUME=1 continues a run cut short.
 .PHONY: gpu-check
 gpu-check: build-all
-	@$(AS_A_USER) tools/gpu-check --build $(BUILD) $(if $(GPU_CHECK_OUT),--out $(GPU_CHECK_OUT))
+	@$(AS_A_USER) tools/gpu-check --build $(BUILD) $(if $(GPU_CHECK_OUT),--out $(GPU_CHECK_OUT)) \
+	    $(if $(LESSONS),--lessons "$(LESSONS)") $(if $(RESUME),--resume)
 endif
 
 # The demo: lesson 05's solution; in a handout, the prebuilt reference of its first lesson.

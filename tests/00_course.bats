@@ -212,6 +212,62 @@ file_cycles() {
     done < <("$ROOT/tools/grade" --list-tags)
 }
 
+# untagged_gpu_checks FILE.bats...: "FILE: NAME" for every check that needs a GPU and is not
+# tagged gpu: its body calls need_gpu, need_sanitizer, need_overlap, need_nccl_gpu,
+# need_separate_gpus or sanitizer_check, or a function of its file that does (two calls deep).
+# tools/gpu-check runs the suite's checks tagged gpu, and leaves the others to make test without one.
+untagged_gpu_checks() {
+    local f
+    for f in "$@"; do
+        awk -v file="$f" '
+        function calls(body, name) { return body ~ ("(^|\n|[{;&|(]) *" name "( |;|}|\n|$)") }
+        function needs(body,   k) {
+            if (calls(body, "(need_gpu|need_sanitizer|need_overlap|need_nccl_gpu|need_separate_gpus|sanitizer_check)")) return 1
+            for (k in gpufn) if (calls(body, k)) return 1
+            return 0
+        }
+        { line = $0; gsub(/\t/, " ", line) }
+        line ~ /^ *# *bats +file_tags=/ { ft = line; sub(/.*file_tags=/, "", ft); next }
+        line ~ /^ *# *bats +test_tags=/ { pend = line; sub(/.*test_tags=/, "", pend); next }
+        line ~ /^[a-z_][a-z0-9_]*\(\) *\{/ { fn = line; sub(/\(.*/, "", fn); inf = 1; fb = ""; next }
+        inf && line ~ /^}/ { body[fn] = fb; inf = 0; next }
+        inf { fb = fb "\n" line; next }
+        line ~ /^@test / {
+            n = line; sub(/^@test "/, "", n); sub(/" \{.*$/, "", n); t[++nt] = n; tg[nt] = ft "," pend; pend = ""
+            rest = line; sub(/^@test "[^"]*" \{/, "", rest); tb[nt] = rest; intest = (rest !~ /} *$/); next
+        }
+        intest && line ~ /^}/ { intest = 0; next }
+        intest { tb[nt] = tb[nt] "\n" line }
+        END {
+            for (pass = 0; pass < 2; pass++) for (k in body) if (needs(body[k])) gpufn[k] = 1
+            for (i = 1; i <= nt; i++) if (needs(tb[i]) && ("," tg[i] ",") !~ /,gpu,/) print file ": " t[i]
+        }' "$f"
+    done
+}
+
+@test "course: the gpu-tag scan finds a check that needs a GPU untagged, through a helper too, and passes tagged ones" {
+    f=$BATS_TEST_TMPDIR/planted.bats
+    {
+        # (the names through %s: this check's own body calls none of them)
+        printf 'heavy() {\n    %s\n}\n' need_nccl_gpu
+        printf '# bats test_tags=gpu\n@test "tagged" { %s; }\n' need_gpu
+        printf '@test "untagged, direct" {\n    %s\n}\n' need_sanitizer
+        printf '@test "untagged, one line" { %s copy-engines; }\n' need_overlap
+        printf '@test "untagged, through heavy" {\n    x=1 && heavy\n}\n'
+        printf '@test "needs none" { echo %s_not; true; }\n' need_gpu
+        printf '# bats test_tags=ranks,gpu\n@test "tagged, through heavy" {\n    heavy\n}\n'
+    } >"$f"
+    run untagged_gpu_checks "$f"
+    assert_success
+    assert_equal "$output" "$f: untagged, direct"$'\n'"$f: untagged, one line"$'\n'"$f: untagged, through heavy"
+}
+
+@test "course: every check that needs a GPU is tagged gpu (tools/gpu-check runs those, make test without one the rest)" {
+    run untagged_gpu_checks "$ROOT"/tests/*.bats
+    assert_success
+    [ -z "$output" ] || fail "checks that need a GPU and are not tagged gpu: $output"
+}
+
 @test "course: the generator turns a region into its hint and stand-in, and rejects broken markers" {
     printf 'a\n  // BEGIN SOLUTION(99-x): do the thing\n  secret();\n  //| stub();\n  // END SOLUTION\nb\n' >"$BATS_TEST_TMPDIR/s.cu"
     run "$ROOT/tools/gen-lesson" "$BATS_TEST_TMPDIR/s.cu"

@@ -544,7 +544,7 @@ assert_four_stages() {
     assert_equal "$(json_get "$f" 1f1b_p2p_pairs_per_stage) $(json_get "$f" gpipe_p2p_pairs_per_stage)" "0,0 0,0"
 }
 
-# bats test_tags=ranks
+# bats test_tags=ranks,gpu
 @test "13 the bubble the report predicts is the idle share of the schedule it runs, its stages and micro-batches" {
     need_nccl_gpu
     for pm in "2 8" "4 2"; do

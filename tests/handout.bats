@@ -292,7 +292,7 @@ seed_build() {
     assert_student_run "$H" 14
 }
 
-# bats test_tags=gpu
+# bats test_tags=gpu,compiles
 @test "handout: on a GPU, an unsolved lesson scores 0 and a solved one full, against the prebuilt reference" {
     need_gpu
     make_handout 06-07

@@ -775,54 +775,214 @@ stored_lanes() {
         --out "$BATS_TEST_TMPDIR/g"
 }
 
-@test "tools: gpu-check's summary from a stored run: a line per part with its time, the parts that failed named" {
+# pool_plan FILE LINE...: a gpu-pool plan of LINEs ("ID CLASS WEIGHT EST COMMAND", words apart by
+# one space, the command the rest); each unit notes its start and end, with its GPUs, in $LOG
+pool_plan() {
+    local f=$1 line id cl w e c
+    shift
+    for line in "$@"; do
+        read -r id cl w e c <<<"$line"
+        printf '%s\t%s\t%s\t%s\techo "%s start $(date +%%s.%%N) $CUDA_VISIBLE_DEVICES" >>"$LOG"; %s; st=$?; echo "%s end $(date +%%s.%%N)" >>"$LOG"; exit $st\n' \
+            "$id" "$cl" "$w" "$e" "$id" "$c" "$id"
+    done >"$f"
+}
+
+# at UNIT start|end: when it happened ($LOG); gpus_of UNIT: its CUDA_VISIBLE_DEVICES
+at() { awk -v u="$1" -v k="$2" '$1 == u && $2 == k { print $3 }' "$LOG" | tail -n 1; }
+gpus_of() { awk -v u="$1" '$1 == u && $2 == "start" { print $4 }' "$LOG" | tail -n 1; }
+
+@test "tools: gpu-pool keeps each GPU within its slots, the longest first, then deadline, timed and speed units in turn" {
+    export LOG=$BATS_TEST_TMPDIR/log
+    p=$BATS_TEST_TMPDIR/plan
+    # long and long2 take a slot of each GPU: wide (two slots) must wait for one of them
+    pool_plan "$p" "short one 1 1 sleep 1" "long one 1 9 sleep 2" "long2 one 1 8 sleep 2" "wide one 2 5 sleep 1" \
+        "mid one 1 4 sleep 1" "d1 deadline 1 1 sleep 1" "d2 deadline 1 1 sleep 1" "t1 timed 1 1 sleep 0.5" \
+        "t2 timed 1 1 sleep 0.5" "sp speed 1 1 sleep 0.5" "failing one 1 1 false"
+    run --separate-stderr timeout 60 "$ROOT/tools/gpu-pool" --out "$BATS_TEST_TMPDIR/o" --gpus "3 5" --slots 2 \
+        --deadline-jobs 2 "$p"
+    assert_equal "$status" 1  # the failing unit
+    [[ "$stderr" == *"gpu-pool: failing failed (exit status 1,"* ]] || fail "$stderr"
+    assert_equal "$(cut -f1 "$BATS_TEST_TMPDIR/o/done.tsv" | sort | tr '\n' ' ')" \
+        "d1 d2 failing long long2 mid short sp t1 t2 wide "
+    # never more than two slots busy on one GPU: at each unit's start, the weights running there
+    awk '$2 == "start" { s[$1] = $3; g[$1] = $4 } $2 == "end" { e[$1] = $3 }
+         END { w["wide"] = 2
+               for (u in s) if (g[u] !~ /,/) { busy = 0
+                   for (v in s) if (g[v] == g[u] && s[v] <= s[u] && e[v] > s[u]) busy += (v in w) ? w[v] : 1
+                   if (busy > 2) { print u " started with " busy " slots busy on GPU " g[u]; bad = 1 } }
+               exit bad }' "$LOG" || fail "a GPU ran more than its slots"
+    first=$(printf '%s\n' "$(at long end)" "$(at long2 end)" | sort -n | head -n 1)
+    assert_num "$(at wide start)" ">=" "$first" "wide waited for two free slots"
+    # deadline units after every `one` unit, side by side; timed after them, one at a time, on the first GPU
+    for u in short long long2 wide mid; do assert_num "$(at d1 start)" ">=" "$(at $u end)" "d1 after $u"; done
+    assert_num "$(at d2 start)" "<" "$(at d1 end)" "the two deadline units side by side"
+    assert_num "$(at t1 start)" ">=" "$(at d2 end)" "timed after the deadline units"
+    assert_num "$(at t2 start)" ">=" "$(at t1 end)" "one timed unit at a time"
+    assert_equal "$(gpus_of t1) $(gpus_of t2)" "3 3"
+    # speed last, every GPU visible; the others one GPU each
+    assert_num "$(at sp start)" ">=" "$(at t2 end)" "speed after the timed units"
+    assert_equal "$(gpus_of sp)" "3,5"
+    for u in short long long2 wide mid d1 d2; do [[ "$(gpus_of $u)" =~ ^[35]$ ]] || fail "$u ran on '$(gpus_of $u)'"; done
+    # the longest first: one slot, so one at a time, in the order of their estimates
+    : >"$LOG"
+    pool_plan "$p" "a one 1 1 true" "b one 1 9 true" "c one 1 5 true"
+    run --separate-stderr timeout 60 "$ROOT/tools/gpu-pool" --out "$BATS_TEST_TMPDIR/o2" --slots 1 "$p"
+    assert_success
+    assert_equal "$(awk '$2 == "start" { print $1 }' "$LOG" | tr '\n' ' ')" "b c a "
+}
+
+@test "tools: gpu-pool stopped ends every unit and all it started; run again, it runs only what had not ended" {
+    export LOG=$BATS_TEST_TMPDIR/log PIDS=$BATS_TEST_TMPDIR/pids
+    p=$BATS_TEST_TMPDIR/plan
+    pool_plan "$p" "quick one 1 9 true" "slow one 1 1 sleep 300 & echo \$! >>\"\$PIDS\"; wait" "later timed 1 1 true"
+    st=0
+    timeout -s TERM 3 "$ROOT/tools/gpu-pool" --out "$BATS_TEST_TMPDIR/o" --gpus 0 --slots 2 "$p" 2>"$BATS_TEST_TMPDIR/err" || st=$?
+    assert_equal "$st" 124
+    grep -q 'gpu-pool: stopped' "$BATS_TEST_TMPDIR/err" || fail "$(cat "$BATS_TEST_TMPDIR/err")"
+    sleep 1
+    for pid in $(cat "$PIDS"); do
+        case $(ps -o stat= -p "$pid" 2>/dev/null) in "" | Z*) ;; *) fail "a process the stopped unit started is still there" ;; esac
+    done
+    assert_equal "$(cut -f1 "$BATS_TEST_TMPDIR/o/done.tsv")" quick
+    # again: quick is not run again, slow is (now quick), later runs
+    sed -i 's/sleep 300 &/sleep 0 \&/' "$p"
+    run --separate-stderr timeout 60 "$ROOT/tools/gpu-pool" --out "$BATS_TEST_TMPDIR/o" --gpus 0 --slots 2 "$p"
+    assert_success
+    assert_equal "$(grep -c '^quick start' "$LOG") $(grep -c '^slow start' "$LOG") $(grep -c '^later start' "$LOG")" "1 2 1"
+    assert_equal "$(cut -f1 "$BATS_TEST_TMPDIR/o/done.tsv" | tr '\n' ' ')" "quick slow later "
+}
+
+@test "tools: gpu-pool refuses a bad plan or option with exit code 2 and one line, running nothing" {
+    p=$BATS_TEST_TMPDIR/plan
+    for bad in $'a\tone\t1\t1\ttrue\na\tone\t1\t1\ttrue' $'a b\tone\t1\t1\ttrue' $'a\tsome\t1\t1\ttrue' \
+        $'a\tone\t0\t1\ttrue' $'a\tone\t1\tsoon\ttrue' $'a\tone\t1\t1\t'; do
+        printf '%s\n' "$bad" >"$p"
+        run --separate-stderr "$ROOT/tools/gpu-pool" --out "$BATS_TEST_TMPDIR/o" "$p"
+        assert_equal "$status" 2
+        assert_equal "$(grep -c . <<<"$stderr")" 1
+        [[ "$stderr" == "gpu-pool: the plan"* ]] || fail "$bad: $stderr"
+    done
+    printf 'a\tone\t1\t1\ttrue\n' >"$p"
+    for args in "--slots 0" "--limit x" "--gpus" "--frobnicate" "" "$p $p"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr "$ROOT/tools/gpu-pool" --out "$BATS_TEST_TMPDIR/o" $args
+        assert_equal "$status" 2
+        assert_equal "$(grep -c . <<<"$stderr")" 1
+        [[ "$stderr" == "gpu-pool: "* ]] || fail "$args: $stderr"
+    done
+    [ ! -s "$BATS_TEST_TMPDIR/o/done.tsv" ] || fail "it ran $(cat "$BATS_TEST_TMPDIR/o/done.tsv")"
+}
+
+@test "tools: bats-pool's plan keeps only the checks its tag filter keeps: no group of none, which bats 1.8.2 fails" {
+    f=$BATS_TEST_TMPDIR/t.bats
+    {
+        printf '# bats test_tags=sanitizer\n@test "a" { true; }\n# bats test_tags=sanitizer\n@test "b" { true; }\n'
+        printf '@test "c" { true; }\n@test "d" { true; }\n# bats test_tags=ranks\n@test "e" { true; }\n'
+        printf '# bats test_tags=timed,speed\n@test "f" { true; }\n'
+    } >"$f"
+    # the pool as run-tests runs it: a filter that leaves a group empty must not fail the file
+    run --separate-stderr env -u BATS_TEST_NAME timeout 60 "$ROOT/tools/bats-pool" --out "$BATS_TEST_TMPDIR/p1" --jobs 2 \
+        --filter-tags '!sanitizer' "$f"
+    assert_success
+    assert_equal "$(grep -c '^ok ' "$BATS_TEST_TMPDIR/p1/t.tap")" 4
+    # --plan: two checks a unit, each kind apart; --unit runs one; the last merges the file's TAP
+    run --separate-stderr "$ROOT/tools/bats-pool" --out "$BATS_TEST_TMPDIR/p2" --timing --filter-tags '!sanitizer' \
+        --plan "$BATS_TEST_TMPDIR/plan" "$f"
+    assert_success
+    assert_equal "$(cut -f1,4,5 "$BATS_TEST_TMPDIR/plan" | tr '\t' ' ')" $'1 untimed ^(c|d)$\n1001 ranks ^(e)$\n4001 speed '
+    while IFS=$'\t' read -r k n file kind re; do
+        [ ! -f "$BATS_TEST_TMPDIR/p2/t.done" ] || fail "merged before its last unit ran"
+        env -u BATS_TEST_NAME "$ROOT/tools/bats-pool" --out "$BATS_TEST_TMPDIR/p2" --timing --filter-tags '!sanitizer' \
+            --unit "$k" "$n" "$file" "$kind" "$re" || fail "unit $k failed"
+    done <"$BATS_TEST_TMPDIR/plan"
+    [ -f "$BATS_TEST_TMPDIR/p2/t.done" ] || fail "not merged"
+    assert_equal "$(sed 's/ in [0-9]*ms$//' "$BATS_TEST_TMPDIR/p2/t.tap" | tr '\n' ' ')" "1..4 ok 1 c ok 2 d ok 3 e ok 4 f "
+}
+
+# fake_gpu_build DIR GPUS: a build folder with the course's built tools but a gpu-probe counting GPUS
+fake_gpu_build() {
+    fake_build "$1" "$2"
+    ln -s "$REF_BIN" "$1/solutions"
+}
+
+@test "tools: gpu-check --plan, lessons 12: 12's checks that need a GPU, its mutants, the handouts holding 12 graded on it" {
+    b=$BATS_TEST_TMPDIR/b g=$BATS_TEST_TMPDIR/g
+    fake_gpu_build "$b" 2
+    for id in 12-allreduce 12-ready; do  # two mutants "built" (the others did not build: said in the verdict)
+        mkdir -p "$b/mutants/$id" && ln -s "$REF_BIN/12_data_parallel_overlap" "$b/mutants/$id/12_data_parallel_overlap"
+    done
+    run --separate-stderr "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 12 --plan
+    assert_success
+    plan=$g/plan.tsv
+    # the suite: lesson 12's file alone, its checks tagged gpu, every unit's filter 'gpu,!compiles'
+    assert_equal "$(awk -F'\t' '$1 ~ /^s\./ { split($1, a, "."); print a[2] }' "$plan" | sort -u)" 12_data_parallel_overlap
+    assert_equal "$(grep '^s\.' "$plan" | grep -vc -- "--filter-tags gpu\\\\,\\\\\!compiles ")" 0
+    want=$("$ROOT/tools/grade" --list-tags "$ROOT/tests/12_data_parallel_overlap.bats" | awk -F'\t' '("," $2 ",") ~ /,gpu,/' | wc -l)
+    have=$(cat "$g"/suite/*/plan.txt "$g"/suite/plan.txt 2>/dev/null | awk -F'\t' '$4 == "timed" || $4 == "speed" { next }
+        { n += split($5, x, "|") } END { print n }')
+    timedspeed=$("$ROOT/tools/grade" --list-tags "$ROOT/tests/12_data_parallel_overlap.bats" |
+        awk -F'\t' '("," $2 ",") ~ /,gpu,/ && ("," $2 ",") ~ /,timed,/ && ("," $2 ",") !~ /,deadline,/' | wc -l)
+    assert_equal "$((have + timedspeed))" "$want"
+    # classes: its deadline checks after the others, speed with every GPU; ranks weigh 2
+    assert_equal "$(awk -F'\t' '$1 ~ /^s\./ { print $2 }' "$plan" | sort -u | tr '\n' ' ')" "deadline one speed "
+    grep -q $'^s\\.12_data_parallel_overlap\\.10[0-9][0-9]\tone\t2\t' "$plan" || fail "no unit of ranks weighing 2"
+    # the mutants built: their units run in the pool (their unit ends with 0: the verdict reads the TAP)
+    assert_equal "$(awk -F'\t' '$1 ~ /^m\./ { split($1, a, "."); print a[2] }' "$plan" | sort -u | tr '\n' ' ')" "12-allreduce 12-ready "
+    assert_equal "$(awk -F'\t' '$1 ~ /^m\./ && $5 !~ /; exit 0$/' "$plan" | wc -l)" 0
+    grep -q "COURSE_BIN=$b/mutants/12-allreduce " "$plan" || fail "the mutant's units do not run the mutant"
+    # the handouts holding 12, each graded on 12 alone, unsolved and solved
+    assert_equal "$(awk -F'\t' '$1 ~ /^h\./ { print $1 }' "$plan" | sort | tr '\n' ' ')" \
+        "h.05-12.solved.12 h.05-12.unsolved.12 h.05-15.solved.12 h.05-15.unsolved.12 "
+    # one GPU: the mutants' checks of speed are left out (they need two), the suite's stay (they skip, saying why)
+    fake_build "$b" 1
+    run --separate-stderr "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 12 --plan
+    assert_success
+    assert_equal "$(awk -F'\t' '$1 ~ /^m\./ && $2 == "speed"' "$plan" | wc -l)" 0
+    grep -q -- "--filter-tags ex:12-ready\\\\,\\\\\!speed " "$plan" || fail "the mutants' filter keeps the checks of speed"
+    # refused: a lesson the course does not have, a bad resume
+    run --separate-stderr "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 99 --plan
+    assert_equal "$status" 2
+    [[ "$stderr" == "gpu-check: --lessons: the course has no lesson '99' (try --help)" ]] || fail "$stderr"
+}
+
+@test "tools: gpu-check's summary from a stored run: each phase with its time, each part's verdict, every problem named" {
     g=$BATS_TEST_TMPDIR/g
     mkdir -p "$g"
-    echo "2026-11-28 10:00 UTC, 4 GPUs (x/tools/gpu-probe), commit abc1234" >"$g/when"
-    printf 'suite\t412\t1\ndev-check\t305\t0\nhandouts\t200\t0\n' >"$g/times.tsv"
-    printf '1..2\nok 1 a\nnot ok 2 b\nrun-tests: 2 checks in 412 s (x)\n290 passed, 1 failed, 2 skipped\n' >"$g/suite.txt"
-    printf '1..3\nok 1 12 a check in 5ms\nok 2 13 two GPUs, speed: x in 12ms # skip a check of speed: it needs 2\nnot ok 3 b in 1ms\n' \
+    echo "2026-11-28 10:00 UTC, 2 GPUs (x/tools/gpu-probe), 32 CPUs, commit abc1234" >"$g/when"
+    printf 'build\t95\tthe course, 45 mutants, 3 handouts\nchecks\t610\t300 units, 0 failed\n' >"$g/phases.tsv"
+    printf '2 passed, 1 failed, 1 skipped (the checks that need a GPU)\nfailed\n' >"$g/suite.verdict"
+    printf 'PROBLEM: fails: 12 b\n' >"$g/suite.problems"
+    printf '1..4\nok 1 12 a in 5ms\nok 2 13 two GPUs, speed: x in 12ms # skip a check of speed: it needs 2\nnot ok 3 12 b in 1ms\nok 4 c\n' \
         >"$g/suite.tap"
-    printf 'lanes: ...\n\ndev-check: passed (lanes: unsolved mutants)\n' >"$g/dev-check.txt"
-    printf '== handouts: ...\n\ndev-check: passed (handouts)\n' >"$g/handouts.txt"
+    printf '45 exercises'"'"' mutants; 0 problems\npassed\n' >"$g/mutants.verdict"
+    : >"$g/mutants.problems"
+    printf '05-08 graded; 1 problems\nfailed\n' >"$g/handouts.verdict"
+    printf 'PROBLEM: handout 05-08 solved lesson 06: 1 scored checks fail: x; \n' >"$g/handouts.problems"
     run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
     assert_equal "$status" 1
-    assert_line --index 0 "gpu-check: 2026-11-28 10:00 UTC, 4 GPUs (x/tools/gpu-probe), commit abc1234 ($g)"
-    assert_line --index 1 "  suite: 290 passed, 1 failed, 2 skipped (412 s)"
-    assert_line --index 2 "  dev-check: passed (lanes: unsolved mutants) (305 s)"
-    assert_line --index 3 "  handouts: passed (handouts) (200 s)"
-    assert_line --index 4 "  suite skipped: 13 two GPUs, speed: x: a check of speed: it needs 2"
-    assert_line --index 5 "gpu-check: 1 of 3 parts failed: suite (917 s)"
-    assert_equal "${#lines[@]}" 6
+    assert_line --index 0 "gpu-check: 2026-11-28 10:00 UTC, 2 GPUs (x/tools/gpu-probe), 32 CPUs, commit abc1234 ($g)"
+    assert_line --index 1 "  build: the course, 45 mutants, 3 handouts (95 s)"
+    assert_line --index 2 "  checks: 300 units, 0 failed (610 s)"
+    assert_line --index 3 "  suite: 2 passed, 1 failed, 1 skipped (the checks that need a GPU)"
+    assert_line --index 4 "  mutants: 45 exercises' mutants; 0 problems"
+    assert_line --index 5 "  handouts: 05-08 graded; 1 problems"
+    assert_line --index 6 "  suite skipped: 13 two GPUs, speed: x: a check of speed: it needs 2"
+    assert_line --index 7 "  problem (suite): fails: 12 b"
+    assert_line --index 8 "  problem (handouts): handout 05-08 solved lesson 06: 1 scored checks fail: x; "
+    assert_line --index 9 "gpu-check: 2 of 3 parts failed: suite handouts (705 s)"
+    assert_equal "${#lines[@]}" 10
     assert_equal "$(cat "$g/summary.txt")" "$output"
-    # a part that never ended (stopped) is named as not run; every part passed: exit code 0
-    printf 'suite\t400\t0\n' >"$g/times.tsv"
+    # a part with no verdict (the run was stopped) is named as not run; all passed: exit code 0
+    rm "$g/handouts.verdict"
     run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
-    assert_equal "$status" 1
-    assert_line --index 3 "  dev-check: not run"
-    printf 'suite\t400\t0\ndev-check\t300\t0\nhandouts\t100\t0\n' >"$g/times.tsv"
-    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
-    assert_success
-    assert_equal "${lines[-1]}" "gpu-check: passed (800 s)"
-    # several GPUs: the parts side by side, then the checks of speed; the time on the clock, not the sum
-    echo "suite dev-check handouts ranks speed" >"$g/parts"
-    echo 520 >"$g/seconds"
-    printf 'ranks\t150\t0\n' >>"$g/times.tsv"
-    printf 'run-tests: x\n40 passed, 0 failed, 0 skipped\n' >"$g/ranks.txt"
-    run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
-    assert_equal "$status" 1
-    assert_line --index 4 "  ranks: 40 passed, 0 failed, 0 skipped (150 s)"
-    assert_line --index 6 "  speed: not run"
-    assert_equal "${lines[-1]}" "gpu-check: 1 of 5 parts failed: speed (520 s)"
-    printf 'speed\t90\t0\n' >>"$g/times.tsv"
-    printf '1..1\nok 1 12 two GPUs, speed: y in 9ms # skip a check of speed: it needs 2\n' >"$g/speed.tap"
-    printf 'run-tests: x\n4 passed, 0 failed, 1 skipped\nlanes: y\ndev-check: passed (lanes: unsolved mutants)\n' \
-        >"$g/speed.txt"
+    assert_line --index 5 "  handouts: not run"
+    printf 'a\npassed\n' >"$g/suite.verdict"
+    printf 'b\npassed\n' >"$g/handouts.verdict"
+    : >"$g/suite.problems"
+    : >"$g/handouts.problems"
     run --separate-stderr env GPU_CHECK_REPORT_ONLY=1 "$ROOT/tools/gpu-check" --out "$g"
     assert_success
-    assert_line --index 5 "  speed: the suite's 4 passed, 0 failed, 1 skipped; the lanes' passed (lanes: unsolved mutants) (90 s)"
-    assert_line --index 7 "  speed skipped: 12 two GPUs, speed: y: a check of speed: it needs 2"
-    assert_equal "${lines[-1]}" "gpu-check: passed (520 s)"
+    assert_equal "${lines[-1]}" "gpu-check: passed (705 s)"
 }
 
 # The options of the scripts of tools/ that take a value: a tool's name, then its options (two names
@@ -830,12 +990,13 @@ stored_lanes() {
 # scripts (every option whose branch shifts two arguments is here); the C tools' options are read
 # from their --help (those shown with a value, e.g. --window PHASE).
 VALUE_OPTIONS='
-bats-pool --out --jobs --filter-tags
-dev-check --build --lesson --tags --claim
+bats-pool --out --jobs --filter-tags --plan
+dev-check --build --lesson --lessons --tags --claim
 gen-lesson --only
 grade --student --lesson --lessons --build --ref-build --out --name --from-tap --tags --timeouts
 grade-class --time-limit --out --build --lessons
-gpu-check --out --build
+gpu-check --out --build --lessons
+gpu-pool --out --gpus --slots --deadline-jobs --limit
 launch -n|--nproc --rendezvous --run-id --nodes --node-rank --restarts --grace-s
 levers --rounds --out --budget-s
 make-handout --lessons --out --name --arch --ref-build
