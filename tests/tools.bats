@@ -905,7 +905,7 @@ fake_gpu_build() {
     ln -s "$REF_BIN" "$1/solutions"
 }
 
-@test "tools: gpu-check --plan, lessons 12: 12's checks that need a GPU, its mutants, the handouts holding 12 graded on it" {
+@test "tools: gpu-check --plan, lessons 12: 12's checks that need a GPU, its mutants, 12 graded in the handouts holding it" {
     b=$BATS_TEST_TMPDIR/b g=$BATS_TEST_TMPDIR/g
     fake_gpu_build "$b" 2
     for id in 12-allreduce 12-ready; do  # two mutants "built" (the others did not build: said in the verdict)
@@ -930,7 +930,11 @@ fake_gpu_build() {
     assert_equal "$(awk -F'\t' '$1 ~ /^m\./ { split($1, a, "."); print a[2] }' "$plan" | sort -u | tr '\n' ' ')" "12-allreduce 12-ready "
     assert_equal "$(awk -F'\t' '$1 ~ /^m\./ && $5 !~ /; exit 0$/' "$plan" | wc -l)" 0
     grep -q "COURSE_BIN=$b/mutants/12-allreduce " "$plan" || fail "the mutant's units do not run the mutant"
-    # the handouts holding 12, each graded on 12 alone, unsolved and solved
+    # 12 graded as handed out in the widest handout holding it, with the solutions in in the narrowest
+    assert_equal "$(awk -F'\t' '$1 ~ /^h\./ { print $1 }' "$plan" | sort | tr '\n' ' ')" "h.05-12.solved.12 h.05-15.unsolved.12 "
+    # ... or in every handout holding it, both ways
+    run --separate-stderr env GPU_CHECK_HANDOUT_GRADES=every "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 12 --plan
+    assert_success
     assert_equal "$(awk -F'\t' '$1 ~ /^h\./ { print $1 }' "$plan" | sort | tr '\n' ' ')" \
         "h.05-12.solved.12 h.05-12.unsolved.12 h.05-15.solved.12 h.05-15.unsolved.12 "
     # one GPU: the mutants' checks of speed are left out (they need two), the suite's stay (they skip, saying why)
