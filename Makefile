@@ -330,6 +330,12 @@ demo: build-all
 setup:
 	@tools/setup-bats
 
+# `make setup test` (or setup with any other goal): setup installs what the other goals use (Bats,
+# jq), so it ends before any of them starts, under any -j; they still build beside it.
+ifneq ($(filter setup,$(MAKECMDGOALS)),)
+$(filter-out setup,$(MAKECMDGOALS)): | setup
+endif
+
 # TESTS: the Bats files or folders to run (default tests/). The last line of the output is
 # run-tests' "N passed, N failed, N skipped", unless a check failed: then make adds its own.
 test: build-all

@@ -658,6 +658,63 @@ a_user_make() {
     [[ "${lines[-1]}" == "make: *** [Makefile:"*": test] Error 1" ]] || fail "the last line: ${lines[-1]}"
 }
 
+# small_course DIR: a course of three stand-in lessons (05; 08, with its library; 09, which stands
+# on it) under the course's own Makefile and test tools: it builds in seconds
+small_course() {
+    local d=$1 l k
+    mkdir -p "$d/tools" "$d/common/base" "$d/build"  # (build/: no object of common/ makes it)
+    cp "$ROOT/Makefile" "$d/"
+    cp "$ROOT"/tools/{setup-bats,run-tests,bats-pool,grade} "$d/tools/"
+    : >"$d/common/base/stand_in.h"
+    for l in 05_stream_overlap 08_interval_sync 09_four_stream_pipeline; do
+        for k in solutions lessons; do
+            mkdir -p "$d/$k/$l"
+            printf '#include <stdio.h>\nint main(void) { printf("%s ran\\n"); return 0; }\n' "$l" >"$d/$k/$l/main.cu"
+        done
+    done
+    printf 'int loss_ring_stand_in(void) { return 1; }\n' >"$d/solutions/08_interval_sync/loss_ring.cu"
+    cp "$d/solutions/08_interval_sync/loss_ring.cu" "$d/lessons/08_interval_sync/"
+    printf '@test "passes" { true; }\n' >"$d/tiny.bats"
+}
+
+# no_bats_path BIN: BIN, a folder of links to every command of PATH but bats and jq, with a
+# stand-in apt-get (and sudo) whose install takes 3 s, then links the real bats and jq into BIN
+no_bats_path() {
+    local bin=$1 dir f real_bats real_jq
+    real_bats=$(command -v bats) real_jq=$(command -v jq)
+    mkdir -p "$bin"
+    local IFS=:
+    for dir in $PATH; do
+        for f in "$dir"/*; do
+            [ -x "$f" ] && [ ! -d "$f" ] || continue
+            case ${f##*/} in bats | jq | apt-get | sudo) continue ;; esac
+            [ -e "$bin/${f##*/}" ] || ln -s "$f" "$bin/${f##*/}"
+        done
+    done
+    printf '#!/bin/sh\n[ "$1" = install ] || exit 0\nsleep 3\nln -s %s %s/bats && ln -s %s %s/jq\n' \
+        "$real_bats" "$bin" "$real_jq" "$bin" >"$bin/apt-get"
+    printf '#!/bin/sh\nexec "$@"\n' >"$bin/sudo"
+    chmod +x "$bin/apt-get" "$bin/sudo"
+}
+
+@test "course: make setup test on a machine without Bats or jq installs them before any test starts, whatever -j" {
+    d=$BATS_TEST_TMPDIR/course
+    small_course "$d"
+    run a_user_make -C "$d"  # built: nothing but setup keeps the tests from starting at once
+    assert_success
+    no_bats_path "$BATS_TEST_TMPDIR/bin"
+    cd "$d"  # (make -C would add its own last line, "Leaving directory")
+    for j in "" -j1 -j8; do
+        rm -f "$BATS_TEST_TMPDIR/bin/bats" "$BATS_TEST_TMPDIR/bin/jq"
+        run env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u BATS_FILTER_TAGS PATH="$BATS_TEST_TMPDIR/bin" \
+            make $j setup test TESTS=tiny.bats
+        assert_success
+        assert_line "setup: installing bats jq with apt-get"
+        refute_output --partial "not installed"
+        assert_equal "${lines[-1]}" "1 passed, 0 failed, 0 skipped"
+    done
+}
+
 @test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is installed" {
     run make -s -C "$ROOT" format-check CLANG_FORMAT=no-such-clang-format
     assert_success
