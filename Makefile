@@ -170,7 +170,12 @@ tools: $(TOOLS) $(NCCL_TOOLS)
 # and stops neither the other lessons nor the rest. After the course's library: this make of
 # its own must find it built, not build it a second time beside the first.
 lesson-bins: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ)) $(foreach l,$(LIBRARIES),$(if $(filter $(l),$(NCCL_MISSING)),,$(call lib_archive,$(l))))
-	@[ -z "$(LESSON_BINS)" ] || $(MAKE) --no-print-directory -k $(LESSON_BINS) || true
+	@[ -z "$(LESSON_BINS)" ] || $(MAKE) --no-print-directory -k lesson-bins-each || true
+# the lessons as one goal of that make, whose recipe says nothing: given as goals, each lesson already
+# built would be a line of its own ("make[1]: 'build/lessons/05_stream_overlap' is up to date.")
+.PHONY: lesson-bins-each
+lesson-bins-each: $(LESSON_BINS)
+	@:
 
 # report_broken_lessons,THEN: names the lessons that are not built (a lesson's binary is removed
 # before it is built: one whose build failed has none), then runs THEN
@@ -239,6 +244,9 @@ lib_objects = $(addprefix $(BUILD)/lib/$(1)/,$(LIBRARY.$(1):.cu=.o))
 $(BUILD)/lib/%.a: $$(call lib_objects,$$*)
 	@rm -f $@
 	ar rcs $@ $^
+# The objects are kept: as intermediate files make would remove them once everything else is done
+# (printing `rm ...` after the tests' summary), and build them all again when one source changes.
+.SECONDARY: $(foreach l,$(LIBRARIES),$(call lib_objects,$(l)))
 $(BUILD)/lib/%.o: solutions/%.cu $$(wildcard solutions/$$(*D)/*.h $$(addprefix solutions/,$$(addsuffix /*.h,$$(STANDS_ON.$$(*D))))) \
         common/*/*.h
 	@mkdir -p $(@D)

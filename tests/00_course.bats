@@ -715,6 +715,22 @@ no_bats_path() {
     done
 }
 
+@test "course: make test's last line is its summary where make built a library's objects; make demo built says no lesson's name" {
+    d=$BATS_TEST_TMPDIR/course
+    small_course "$d"
+    cd "$d"  # (make -C would add its own last line, "Leaving directory")
+    # the first build: lesson 08's library, from its object
+    run env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u BATS_FILTER_TAGS make test TESTS=tiny.bats
+    assert_success
+    assert_equal "${lines[-1]}" "1 passed, 0 failed, 0 skipped"
+    [ -f build/lib/08_interval_sync/loss_ring.o ] || fail "the library's object was removed"
+    run env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS make demo
+    assert_success
+    refute_output --partial "up to date"
+    assert_equal "${lines[-2]}" "build/solutions/05_stream_overlap "
+    assert_equal "${lines[-1]}" "05_stream_overlap ran"
+}
+
 @test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is installed" {
     run make -s -C "$ROOT" format-check CLANG_FORMAT=no-such-clang-format
     assert_success
