@@ -129,8 +129,8 @@ NCCL_TOOLS := $(patsubst tools/%.cu,$(BUILD)/tools/%,$(wildcard tools/*.cu))
 # first line, and their tests skip with the reason `make -s nccl-status` prints.
 # A lesson needs NCCL when its code, or the library of a lesson it stands on, includes the
 # bootstrap of several ranks (common/dist/dist.h) or nccl.h.
-NCCL_LESSONS := $(foreach l,$(LESSON_DIRS),$(if $(shell grep -lsE '"common/dist/dist\.h"|<nccl\.h>' \
-                  $(if $(HANDOUT_TREE),lessons,solutions)/$(l)/* $(foreach e,$(STANDS_ON.$(l)),$(LIB_HOME)/$(e)/*.h)),$(l)))
+NCCL_LESSONS := $(strip $(foreach l,$(LESSON_DIRS),$(if $(shell grep -lsE '"common/dist/dist\.h"|<nccl\.h>' \
+                  $(if $(HANDOUT_TREE),lessons,solutions)/$(l)/* $(foreach e,$(STANDS_ON.$(l)),$(LIB_HOME)/$(e)/*.h)),$(l))))
 NCCL_INC_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/include,$(CUDA_HOME)/include /usr/include)
 NCCL_LIB_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/lib $(NCCL_HOME)/lib64,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib \
                    /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib)
@@ -144,11 +144,11 @@ NCCL_CFLAGS := $(addprefix -I,$(filter-out /usr/include $(CUDA_HOME)/include,$(p
 # the library by its path: a -L of a system folder would lead nvcc's device linker to
 # the static libraries there (seen: "nvlink fatal: elfLink internal error" on libpthread.a)
 NCCL_LDLIBS := $(NCCL_SO) $(if $(filter /usr/lib%,$(NCCL_LIB_DIR)),,-Xlinker -rpath=$(NCCL_LIB_DIR))
-NCCL_STATUS := NCCL $(NCCL_VERSION) ($(NCCL_SO)): $(NCCL_LESSONS) built
+NCCL_STATUS := NCCL $(NCCL_VERSION) ($(NCCL_SO)): $(if $(NCCL_LESSONS),$(NCCL_LESSONS) built,no lesson here needs it)
 else
 NCCL_MISSING := $(NCCL_LESSONS)
 NCCL_STATUS := NCCL not found ($(if $(NCCL_H),no libnccl.so,no nccl.h) in $(if $(NCCL_HOME),NCCL_HOME=$(NCCL_HOME),$(CUDA_HOME) or /usr); \
-               set NCCL_HOME): $(NCCL_LESSONS) not built
+               set NCCL_HOME): $(if $(NCCL_LESSONS),$(NCCL_LESSONS) not built,no lesson here needs it)
 SOLUTION_BINS := $(filter-out $(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)),$(SOLUTION_BINS))
 NCCL_TOOLS :=
 LESSON_BINS := $(filter-out $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)),$(LESSON_BINS))

@@ -731,6 +731,18 @@ no_bats_path() {
     assert_equal "${lines[-1]}" "05_stream_overlap ran"
 }
 
+@test "course: make's first line has no run of blanks, whether lessons need NCCL or none does, NCCL found or not" {
+    small_course "$BATS_TEST_TMPDIR/course"  # no lesson of it needs NCCL
+    for tree in "$ROOT" "$BATS_TEST_TMPDIR/course"; do
+        for home in "" "$BATS_TEST_TMPDIR/no-nccl"; do
+            run a_user_make -s -C "$tree" arch NCCL_HOME="$home"
+            assert_success
+            [[ "$output" != *"  "* ]] || fail "a run of blanks in: $output"
+            [[ "$output" =~ (_[a-z]+ (not )?built|: no lesson here needs it)$ ]] || fail "it ends: $output"
+        done
+    done
+}
+
 @test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is installed" {
     run make -s -C "$ROOT" format-check CLANG_FORMAT=no-such-clang-format
     assert_success

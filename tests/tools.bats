@@ -566,6 +566,27 @@ scripts() {
     done
 }
 
+@test "tools: an empty name for a file or folder is refused with one line and exit code 2, or quoted in the line" {
+    mkdir "$BATS_TEST_TMPDIR/cwd"
+    cd "$BATS_TEST_TMPDIR/cwd"
+    cmds=("$ROOT/tools/pack-tools" "$ROOT/tools/make-class-fixture")
+    command -v python3 >/dev/null && cmds+=("python3 $ROOT/tools/ddp-peer.py --json-out")
+    for cmd in "${cmds[@]}"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr timeout 10 $cmd ''
+        name=$(basename "$(awk '{ print ($1 == "python3" ? $2 : $1) }' <<<"$cmd")")
+        [ "$status" -eq 2 ] || fail "$name '': exit code $status, expected 2: $stderr"
+        [ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "$name '': expected one line on stderr, got: $stderr"
+        [[ "$stderr" == "$name: "* ]] || fail "$name '': $stderr"
+    done
+    for t in tracestat fatbin-archs; do
+        run --separate-stderr "$TOOLS/$t" ''
+        assert_equal "$status" 1
+        assert_equal "$stderr" "$t: cannot open ''"
+    done
+    [ -z "$(ls -A)" ] || fail "an empty name wrote here: $(ls -A)"
+}
+
 # plant DIR: DIR/planted.bats, whose checks leave processes behind (their ids in $PIDS): one holding
 # bats's output (its fd 3) as every background process of a check does, one holding it as its
 # stdout, one holding nothing, and one that empties BATS_TEST_TIMEOUT inside the check: bats 1.8.2
