@@ -92,6 +92,28 @@ region() {
     [ "$(grep -c $'^  14-atomic\t' <<<"$stderr")" -eq 1 ] || fail "found elsewhere too: $stderr"
 }
 
+@test "handout: the answer check reads notes and checks statement by statement; what the lesson itself gives does not count" {
+    c=$BATS_TEST_TMPDIR/c
+    course_copy "$c"
+    # one statement of 07-copy-event in a note, across two lines; the other in a check's grep
+    n=$(($(wc -l <"$c/notes/07_event_sync.md") + 2))
+    printf '\nThe copy ends: `cudaEventRecord(sync->copied,\n    t->copy_stream)`, then the step.\n' >>"$c/notes/07_event_sync.md"
+    k=$(($(wc -l <"$c/tests/07_event_sync.bats") + 1))
+    printf "# grep -q 'cudaStreamWaitEvent(t->compute_stream, sync->copied, 0)' train.cu\n" >>"$c/tests/07_event_sync.bats"
+    # a call of 05-by-stage's answer that lesson 05 also makes outside its exercises
+    grep -q 'chunk_len(w, c)' "$c/lessons/05_stream_overlap/overlap.cu" || fail "lesson 05 no longer gives chunk_len(w, c)"
+    region 05-by-stage "$c/solutions/05_stream_overlap/overlap.cu" | grep -q 'chunk_len(w, c)' || fail "05-by-stage no longer makes it"
+    printf '\nEach chunk is `chunk_len(w, c)` long.\n' >>"$c/notes/05_stream_overlap.md"
+    run --separate-stderr "$c/tools/make-handout" --sources-only --lessons 05-07 --out "$BATS_TEST_TMPDIR/out"
+    assert_equal "$status" 1
+    [[ "$stderr" == *$'07-copy-event\tnotes/07_event_sync.md:'"$n"' (it holds cudaEventRecord(copied,copy_stream))'* ]] ||
+        fail "the statement in a note: $stderr"
+    [[ "$stderr" == *$'07-copy-event\ttests/07_event_sync.bats:'"$k"' (it holds cudaStreamWaitEvent(compute_stream,copied,0))'* ]] ||
+        fail "the statement in a check: $stderr"
+    [[ "$stderr" != *05-by-stage* ]] || fail "what lesson 05 gives counted as its answer: $stderr"
+    [ ! -e "$BATS_TEST_TMPDIR/out/course-05-07.tar.gz" ] || fail "released anyway"
+}
+
 @test "handout: the answer check reads binaries: an object with a check macro's call text is refused, one without it is not" {
     c=$BATS_TEST_TMPDIR/c
     course_copy "$c"
