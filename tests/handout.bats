@@ -140,6 +140,23 @@ EOF
     grep -q 'SOLUTION_FLAGS := -DCOURSE_NO_CALL_TEXT' "$ROOT/Makefile" || fail "the Makefile no longer builds solutions so"
 }
 
+@test "handout: make-handout says each object, library and program of the reference as it builds it, and that it goes on" {
+    b=$BATS_TEST_TMPDIR/b
+    cp -a "$BUILT" "$b"
+    rm -f "$b/lib/08_interval_sync.a" "$b/lib/08_interval_sync/loss_ring.o"  # and so 09, which links it
+    # another make-handout's build in that folder for 3 s: this one waits, and says that it goes on
+    flock "$b/.lock" sh -c 'touch "$0"; sleep 3' "$BATS_TEST_TMPDIR/held" &
+    for ((k = 0; k < 100; k++)); do [ -e "$BATS_TEST_TMPDIR/held" ] && break; sleep 0.1; done
+    run env MAKE_HANDOUT_PROGRESS_S=1 "$ROOT/tools/make-handout" --lessons 09-09 --ref-build "$b" --out "$BATS_TEST_TMPDIR/out"
+    assert_success
+    assert_line "make-handout: another make-handout builds in $b: waiting for it"
+    assert_line --regexp '^make-handout: still building \([0-9]+ s so far\)$'
+    assert_line "make-handout: building lib/08_interval_sync/loss_ring.o"
+    assert_line "make-handout: building lib/08_interval_sync.a"
+    assert_line "make-handout: building solutions/09_four_stream_pipeline"
+    refute_line --partial "building tools/"  # built already: not a word of it
+}
+
 @test "handout: make-handout refuses a lesson the course does not have, a range backwards, bad options: exit code 2, one line" {
     for args in "--lessons 99" "--lessons 05-99" "--lessons 08-05" "--lessons x" "--arch abc" "--name a/b" "--frobnicate" \
         "--ref-build /nonexistent/x" "--lessons" "--out" "--name" "--arch" "--ref-build"; do
