@@ -157,6 +157,28 @@ EOF
     refute_line --partial "building tools/"  # built already: not a word of it
 }
 
+@test "handout: a lesson handed out with a later one that links it: its library stripped to what links, the README says so" {
+    run "$ROOT/tools/make-handout" --lessons 08-09 --ref-build "$BUILT" --out "$BATS_TEST_TMPDIR/out"
+    assert_success
+    h=$BATS_TEST_TMPDIR/out/course-08-09
+    lib=$h/lib/08_interval_sync.a
+    [ -z "$(nm "$lib" | awk '$2 ~ /^[tdb]$/')" ] || fail "local names in $lib: $(nm "$lib" | awk '$2 ~ /^[tdb]$/')"
+    [ "$(readelf -S "$lib" | grep -c '\.debug')" -eq 0 ] || fail "debugging information in $lib"
+    grep -qF "Every lesson of this copy comes compiled, its answers too, in \`reference/solutions/\`" "$h/README.md" ||
+        fail "the README does not say that the lessons come compiled"
+    grep -qF "and lesson 08's library also in \`lib/08_interval_sync.a\`" "$h/README.md" ||
+        fail "the README does not say that lesson 08 is in lib/ too"
+    # what a later lesson links, as it stands: 09 builds against it and runs
+    run env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS make -s -C "$h" build/lessons/09_four_stream_pipeline
+    assert_success
+    run "$h/build/lessons/09_four_stream_pipeline" --help
+    assert_success
+    # a range without lesson 08 carries its library, and says nothing of 08 compiled
+    run "$ROOT/tools/make-handout" --lessons 09-09 --ref-build "$BUILT" --out "$BATS_TEST_TMPDIR/out"
+    assert_success
+    ! grep -q "lesson 08's library also" "$BATS_TEST_TMPDIR/out/course-09-09/README.md" || fail "09-09 says 08 is compiled in it"
+}
+
 @test "handout: make-handout refuses a lesson the course does not have, a range backwards, bad options: exit code 2, one line" {
     for args in "--lessons 99" "--lessons 05-99" "--lessons 08-05" "--lessons x" "--arch abc" "--name a/b" "--frobnicate" \
         "--ref-build /nonexistent/x" "--lessons" "--out" "--name" "--arch" "--ref-build"; do
