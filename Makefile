@@ -9,7 +9,8 @@
 #   make format-check    does the C follow .clang-format? (changes nothing)
 #   make ARCH="80 90"    build for these compute capabilities instead of the detected one
 #
-# Student and instructor targets (check, next, grade) are described in README.md. The same
+# Student and instructor targets (check, next, grade) are described in docs/students.md and
+# docs/instructors.md. The same
 # Makefile serves a handout (tools/make-handout), a tree without solutions/: there it
 # builds the student's lessons and the tools, and the checks compare with the prebuilt
 # reference programs in reference/.
@@ -366,7 +367,7 @@ compile-one:
 host-includes:
 	@echo "-I. $(LESSON_INC) $(CUDA_INC) $(NCCL_CFLAGS)"
 
-# For students and instructors (README): check one lesson, find the next, grade one
+# For students and instructors (docs/students.md, docs/instructors.md): check one lesson, find the next, grade one
 # student or a class. The grader builds what it needs (each lesson on its own, so one
 # that does not build fails alone) and exits non-zero unless every lesson was graded
 # and passed: without a GPU the lessons are "not graded".

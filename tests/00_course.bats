@@ -589,8 +589,8 @@ EOF
 $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
 }
 
-@test "course: every relative link in README.md and notes/ (measurements too) points at a file" {
-    run broken_links "$ROOT/README.md" "$ROOT"/notes/*.md "$ROOT"/notes/measurements/*.md
+@test "course: every relative link in README.md, docs/ and notes/ (measurements too) points at a file" {
+    run broken_links "$ROOT/README.md" "$ROOT"/docs/*.md "$ROOT"/notes/*.md "$ROOT"/notes/measurements/*.md
     assert_success
     [ -z "$output" ] || fail "broken links: $output"
 }
@@ -604,8 +604,8 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
     assert_equal "$(cut -d' ' -f2 <<<"$output" | tr '\n' ' ')" "build/tools/nothing common/dist.c tools/flight-report "
 }
 
-@test "course: every file README.md and the notes name in backticks is there (a built program by its source)" {
-    run cited_paths "$ROOT" "$ROOT/README.md" "$ROOT"/notes/*.md
+@test "course: every file README.md, docs/ and the notes name in backticks is there (a built program by its source)" {
+    run cited_paths "$ROOT" "$ROOT/README.md" "$ROOT"/docs/*.md "$ROOT"/notes/*.md
     assert_success
     [ -z "$output" ] || fail "paths that name no file: $output"
 }

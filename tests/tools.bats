@@ -978,8 +978,8 @@ TXT
     assert_equal "${#lines[@]}" 4
 }
 
-@test "tools: the README's table of exit codes has a row for every tool, every host tool and the lessons" {
-    table=$(sed -n '/^### Exit codes/,/^## /p' "$ROOT/README.md" | grep '^| ')
+@test "tools: the table of exit codes (docs/developers.md) has a row for every tool, every host tool and the lessons" {
+    table=$(sed -n '/^### Exit codes/,/^## /p' "$ROOT/docs/developers.md" | grep '^| ')
     [ -n "$table" ] || fail "no table under ### Exit codes"
     while read -r t; do
         name=$(basename "$t")
