@@ -684,6 +684,7 @@ assert_ended_soon() {
     st=$?
     [ "$seen" -eq 1 ] || fail "quick's line was not shown while slow still ran: $(cat "$d/out" "$d/err")"
     [ "$still" -ge 1 ] || fail "26 s after quick's line, no word of what still runs: $(cat "$d/err")"
+    assert_equal "$(head -n 1 "$d/err")" "run-tests: 2 files to run"  # a word as it starts
     assert_equal "$st" 0
     run cat "$d/out"
     assert_equal "${#lines[@]}" 4
