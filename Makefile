@@ -9,7 +9,8 @@
 #   make format-check    does the C follow .clang-format? (changes nothing)
 #   make ARCH="80 90"    build for these compute capabilities instead of the detected one
 #
-# Student and instructor targets (check, next, grade) are described in README.md. The same
+# Student and instructor targets (check, next, grade) are described in docs/students.md and
+# docs/instructors.md. The same
 # Makefile serves a handout (tools/make-handout), a tree without solutions/: there it
 # builds the student's lessons and the tools, and the checks compare with the prebuilt
 # reference programs in reference/.
@@ -129,8 +130,8 @@ NCCL_TOOLS := $(patsubst tools/%.cu,$(BUILD)/tools/%,$(wildcard tools/*.cu))
 # first line, and their tests skip with the reason `make -s nccl-status` prints.
 # A lesson needs NCCL when its code, or the library of a lesson it stands on, includes the
 # bootstrap of several ranks (common/dist/dist.h) or nccl.h.
-NCCL_LESSONS := $(foreach l,$(LESSON_DIRS),$(if $(shell grep -lsE '"common/dist/dist\.h"|<nccl\.h>' \
-                  $(if $(HANDOUT_TREE),lessons,solutions)/$(l)/* $(foreach e,$(STANDS_ON.$(l)),$(LIB_HOME)/$(e)/*.h)),$(l)))
+NCCL_LESSONS := $(strip $(foreach l,$(LESSON_DIRS),$(if $(shell grep -lsE '"common/dist/dist\.h"|<nccl\.h>' \
+                  $(if $(HANDOUT_TREE),lessons,solutions)/$(l)/* $(foreach e,$(STANDS_ON.$(l)),$(LIB_HOME)/$(e)/*.h)),$(l))))
 NCCL_INC_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/include,$(CUDA_HOME)/include /usr/include)
 NCCL_LIB_DIRS := $(if $(NCCL_HOME),$(NCCL_HOME)/lib $(NCCL_HOME)/lib64,$(CUDA_HOME)/lib64 $(CUDA_HOME)/lib \
                    /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib)
@@ -144,11 +145,11 @@ NCCL_CFLAGS := $(addprefix -I,$(filter-out /usr/include $(CUDA_HOME)/include,$(p
 # the library by its path: a -L of a system folder would lead nvcc's device linker to
 # the static libraries there (seen: "nvlink fatal: elfLink internal error" on libpthread.a)
 NCCL_LDLIBS := $(NCCL_SO) $(if $(filter /usr/lib%,$(NCCL_LIB_DIR)),,-Xlinker -rpath=$(NCCL_LIB_DIR))
-NCCL_STATUS := NCCL $(NCCL_VERSION) ($(NCCL_SO)): $(NCCL_LESSONS) built
+NCCL_STATUS := NCCL $(NCCL_VERSION) ($(NCCL_SO)): $(if $(NCCL_LESSONS),$(NCCL_LESSONS) built,no lesson here needs it)
 else
 NCCL_MISSING := $(NCCL_LESSONS)
 NCCL_STATUS := NCCL not found ($(if $(NCCL_H),no libnccl.so,no nccl.h) in $(if $(NCCL_HOME),NCCL_HOME=$(NCCL_HOME),$(CUDA_HOME) or /usr); \
-               set NCCL_HOME): $(NCCL_LESSONS) not built
+               set NCCL_HOME): $(if $(NCCL_LESSONS),$(NCCL_LESSONS) not built,no lesson here needs it)
 SOLUTION_BINS := $(filter-out $(addprefix $(BUILD)/solutions/,$(NCCL_MISSING)),$(SOLUTION_BINS))
 NCCL_TOOLS :=
 LESSON_BINS := $(filter-out $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)),$(LESSON_BINS))
@@ -170,7 +171,12 @@ tools: $(TOOLS) $(NCCL_TOOLS)
 # and stops neither the other lessons nor the rest. After the course's library: this make of
 # its own must find it built, not build it a second time beside the first.
 lesson-bins: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ)) $(foreach l,$(LIBRARIES),$(if $(filter $(l),$(NCCL_MISSING)),,$(call lib_archive,$(l))))
-	@[ -z "$(LESSON_BINS)" ] || $(MAKE) --no-print-directory -k $(LESSON_BINS) || true
+	@[ -z "$(LESSON_BINS)" ] || $(MAKE) --no-print-directory -k lesson-bins-each || true
+# the lessons as one goal of that make, whose recipe says nothing: given as goals, each lesson already
+# built would be a line of its own ("make[1]: 'build/lessons/05_stream_overlap' is up to date.")
+.PHONY: lesson-bins-each
+lesson-bins-each: $(LESSON_BINS)
+	@:
 
 # report_broken_lessons,THEN: names the lessons that are not built (a lesson's binary is removed
 # before it is built: one whose build failed has none), then runs THEN
@@ -239,6 +245,9 @@ lib_objects = $(addprefix $(BUILD)/lib/$(1)/,$(LIBRARY.$(1):.cu=.o))
 $(BUILD)/lib/%.a: $$(call lib_objects,$$*)
 	@rm -f $@
 	ar rcs $@ $^
+# The objects are kept: as intermediate files make would remove them once everything else is done
+# (printing `rm ...` after the tests' summary), and build them all again when one source changes.
+.SECONDARY: $(foreach l,$(LIBRARIES),$(call lib_objects,$(l)))
 $(BUILD)/lib/%.o: solutions/%.cu $$(wildcard solutions/$$(*D)/*.h $$(addprefix solutions/,$$(addsuffix /*.h,$$(STANDS_ON.$$(*D))))) \
         common/*/*.h
 	@mkdir -p $(@D)
@@ -332,6 +341,12 @@ demo: build-all
 setup:
 	@tools/setup-bats
 
+# `make setup test` (or setup with any other goal): setup installs what the other goals use (Bats,
+# jq), so it ends before any of them starts, under any -j; they still build beside it.
+ifneq ($(filter setup,$(MAKECMDGOALS)),)
+$(filter-out setup,$(MAKECMDGOALS)): | setup
+endif
+
 # TESTS: the Bats files or folders to run (default tests/). The last line of the output is
 # run-tests' "N passed, N failed, N skipped", unless a check failed: then make adds its own.
 test: build-all
@@ -354,7 +369,7 @@ compile-one:
 host-includes:
 	@echo "-I. $(LESSON_INC) $(CUDA_INC) $(NCCL_CFLAGS)"
 
-# For students and instructors (README): check one lesson, find the next, grade one
+# For students and instructors (docs/students.md, docs/instructors.md): check one lesson, find the next, grade one
 # student or a class. The grader builds what it needs (each lesson on its own, so one
 # that does not build fails alone) and exits non-zero unless every lesson was graded
 # and passed: without a GPU the lessons are "not graded".

@@ -645,8 +645,8 @@ EOF
 $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
 }
 
-@test "course: every relative link in README.md and notes/ (measurements too) points at a file" {
-    run broken_links "$ROOT/README.md" "$ROOT"/notes/*.md "$ROOT"/notes/measurements/*.md
+@test "course: every relative link in README.md, docs/ and notes/ (measurements too) points at a file" {
+    run broken_links "$ROOT/README.md" "$ROOT"/docs/*.md "$ROOT"/notes/*.md "$ROOT"/notes/measurements/*.md
     assert_success
     [ -z "$output" ] || fail "broken links: $output"
 }
@@ -660,8 +660,8 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
     assert_equal "$(cut -d' ' -f2 <<<"$output" | tr '\n' ' ')" "build/tools/nothing common/dist.c tools/flight-report "
 }
 
-@test "course: every file README.md and the notes name in backticks is there (a built program by its source)" {
-    run cited_paths "$ROOT" "$ROOT/README.md" "$ROOT"/notes/*.md
+@test "course: every file README.md, docs/ and the notes name in backticks is there (a built program by its source)" {
+    run cited_paths "$ROOT" "$ROOT/README.md" "$ROOT"/docs/*.md "$ROOT"/notes/*.md
     assert_success
     [ -z "$output" ] || fail "paths that name no file: $output"
 }
@@ -712,6 +712,91 @@ a_user_make() {
     assert_equal "$status" 2
     assert_equal "${lines[-2]}" "1 passed, 1 failed, 0 skipped"
     [[ "${lines[-1]}" == "make: *** [Makefile:"*": test] Error 1" ]] || fail "the last line: ${lines[-1]}"
+}
+
+# small_course DIR: a course of three stand-in lessons (05; 08, with its library; 09, which stands
+# on it) under the course's own Makefile and test tools: it builds in seconds
+small_course() {
+    local d=$1 l k
+    mkdir -p "$d/tools" "$d/common/base" "$d/build"  # (build/: no object of common/ makes it)
+    cp "$ROOT/Makefile" "$d/"
+    cp "$ROOT"/tools/{setup-bats,run-tests,bats-pool,grade} "$d/tools/"
+    : >"$d/common/base/stand_in.h"
+    for l in 05_stream_overlap 08_interval_sync 09_four_stream_pipeline; do
+        for k in solutions lessons; do
+            mkdir -p "$d/$k/$l"
+            printf '#include <stdio.h>\nint main(void) { printf("%s ran\\n"); return 0; }\n' "$l" >"$d/$k/$l/main.cu"
+        done
+    done
+    printf 'int loss_ring_stand_in(void) { return 1; }\n' >"$d/solutions/08_interval_sync/loss_ring.cu"
+    cp "$d/solutions/08_interval_sync/loss_ring.cu" "$d/lessons/08_interval_sync/"
+    printf '@test "passes" { true; }\n' >"$d/tiny.bats"
+}
+
+# no_bats_path BIN: BIN, a folder of links to every command of PATH but bats and jq, with a
+# stand-in apt-get (and sudo) whose install takes 3 s, then links the real bats and jq into BIN
+no_bats_path() {
+    local bin=$1 dir f real_bats real_jq
+    real_bats=$(command -v bats) real_jq=$(command -v jq)
+    mkdir -p "$bin"
+    local IFS=:
+    for dir in $PATH; do
+        for f in "$dir"/*; do
+            [ -x "$f" ] && [ ! -d "$f" ] || continue
+            case ${f##*/} in bats | jq | apt-get | sudo) continue ;; esac
+            [ -e "$bin/${f##*/}" ] || ln -s "$f" "$bin/${f##*/}"
+        done
+    done
+    printf '#!/bin/sh\n[ "$1" = install ] || exit 0\nsleep 3\nln -s %s %s/bats && ln -s %s %s/jq\n' \
+        "$real_bats" "$bin" "$real_jq" "$bin" >"$bin/apt-get"
+    printf '#!/bin/sh\nexec "$@"\n' >"$bin/sudo"
+    chmod +x "$bin/apt-get" "$bin/sudo"
+}
+
+@test "course: make setup test on a machine without Bats or jq installs them before any test starts, whatever -j" {
+    d=$BATS_TEST_TMPDIR/course
+    small_course "$d"
+    run a_user_make -C "$d"  # built: nothing but setup keeps the tests from starting at once
+    assert_success
+    no_bats_path "$BATS_TEST_TMPDIR/bin"
+    cd "$d"  # (make -C would add its own last line, "Leaving directory")
+    for j in "" -j1 -j8; do
+        rm -f "$BATS_TEST_TMPDIR/bin/bats" "$BATS_TEST_TMPDIR/bin/jq"
+        run env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u BATS_FILTER_TAGS PATH="$BATS_TEST_TMPDIR/bin" \
+            make $j setup test TESTS=tiny.bats
+        assert_success
+        assert_line "setup: installing bats jq with apt-get"
+        refute_output --partial "not installed"
+        assert_equal "${lines[-1]}" "1 passed, 0 failed, 0 skipped"
+    done
+}
+
+@test "course: make test's last line is its summary where make built a library's objects; make demo built says no lesson's name" {
+    d=$BATS_TEST_TMPDIR/course
+    small_course "$d"
+    cd "$d"  # (make -C would add its own last line, "Leaving directory")
+    # the first build: lesson 08's library, from its object
+    run env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS -u BATS_FILTER_TAGS make test TESTS=tiny.bats
+    assert_success
+    assert_equal "${lines[-1]}" "1 passed, 0 failed, 0 skipped"
+    [ -f build/lib/08_interval_sync/loss_ring.o ] || fail "the library's object was removed"
+    run env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS make demo
+    assert_success
+    refute_output --partial "up to date"
+    assert_equal "${lines[-2]}" "build/solutions/05_stream_overlap "
+    assert_equal "${lines[-1]}" "05_stream_overlap ran"
+}
+
+@test "course: make's first line has no run of blanks, whether lessons need NCCL or none does, NCCL found or not" {
+    small_course "$BATS_TEST_TMPDIR/course"  # no lesson of it needs NCCL
+    for tree in "$ROOT" "$BATS_TEST_TMPDIR/course"; do
+        for home in "" "$BATS_TEST_TMPDIR/no-nccl"; do
+            run a_user_make -s -C "$tree" arch NCCL_HOME="$home"
+            assert_success
+            [[ "$output" != *"  "* ]] || fail "a run of blanks in: $output"
+            [[ "$output" =~ (_[a-z]+ (not )?built|: no lesson here needs it)$ ]] || fail "it ends: $output"
+        done
+    done
 }
 
 @test "course: make format-check says it skipped where clang-format is missing, and .clang-format parses where it is installed" {

@@ -92,6 +92,28 @@ region() {
     [ "$(grep -c $'^  14-atomic\t' <<<"$stderr")" -eq 1 ] || fail "found elsewhere too: $stderr"
 }
 
+@test "handout: the answer check reads notes and checks statement by statement; what the lesson itself gives does not count" {
+    c=$BATS_TEST_TMPDIR/c
+    course_copy "$c"
+    # one statement of 07-copy-event in a note, across two lines; the other in a check's grep
+    n=$(($(wc -l <"$c/notes/07_event_sync.md") + 2))
+    printf '\nThe copy ends: `cudaEventRecord(sync->copied,\n    t->copy_stream)`, then the step.\n' >>"$c/notes/07_event_sync.md"
+    k=$(($(wc -l <"$c/tests/07_event_sync.bats") + 1))
+    printf "# grep -q 'cudaStreamWaitEvent(t->compute_stream, sync->copied, 0)' train.cu\n" >>"$c/tests/07_event_sync.bats"
+    # a call of 05-by-stage's answer that lesson 05 also makes outside its exercises
+    grep -q 'chunk_len(w, c)' "$c/lessons/05_stream_overlap/overlap.cu" || fail "lesson 05 no longer gives chunk_len(w, c)"
+    region 05-by-stage "$c/solutions/05_stream_overlap/overlap.cu" | grep -q 'chunk_len(w, c)' || fail "05-by-stage no longer makes it"
+    printf '\nEach chunk is `chunk_len(w, c)` long.\n' >>"$c/notes/05_stream_overlap.md"
+    run --separate-stderr "$c/tools/make-handout" --sources-only --lessons 05-07 --out "$BATS_TEST_TMPDIR/out"
+    assert_equal "$status" 1
+    [[ "$stderr" == *$'07-copy-event\tnotes/07_event_sync.md:'"$n"' (it holds cudaEventRecord(copied,copy_stream))'* ]] ||
+        fail "the statement in a note: $stderr"
+    [[ "$stderr" == *$'07-copy-event\ttests/07_event_sync.bats:'"$k"' (it holds cudaStreamWaitEvent(compute_stream,copied,0))'* ]] ||
+        fail "the statement in a check: $stderr"
+    [[ "$stderr" != *05-by-stage* ]] || fail "what lesson 05 gives counted as its answer: $stderr"
+    [ ! -e "$BATS_TEST_TMPDIR/out/course-05-07.tar.gz" ] || fail "released anyway"
+}
+
 @test "handout: the answer check reads binaries: an object with a check macro's call text is refused, one without it is not" {
     c=$BATS_TEST_TMPDIR/c
     course_copy "$c"
@@ -116,6 +138,45 @@ EOF
     run "$c/tools/make-handout" --sources-only --lessons 07-07 --out "$BATS_TEST_TMPDIR/out"
     assert_success
     grep -q 'SOLUTION_FLAGS := -DCOURSE_NO_CALL_TEXT' "$ROOT/Makefile" || fail "the Makefile no longer builds solutions so"
+}
+
+@test "handout: make-handout says each object, library and program of the reference as it builds it, and that it goes on" {
+    b=$BATS_TEST_TMPDIR/b
+    cp -a "$BUILT" "$b"
+    rm -f "$b/lib/08_interval_sync.a" "$b/lib/08_interval_sync/loss_ring.o"  # and so 09, which links it
+    # another make-handout's build in that folder for 3 s: this one waits, and says that it goes on
+    flock "$b/.lock" sh -c 'touch "$0"; sleep 3' "$BATS_TEST_TMPDIR/held" &
+    for ((k = 0; k < 100; k++)); do [ -e "$BATS_TEST_TMPDIR/held" ] && break; sleep 0.1; done
+    run env MAKE_HANDOUT_PROGRESS_S=1 "$ROOT/tools/make-handout" --lessons 09-09 --ref-build "$b" --out "$BATS_TEST_TMPDIR/out"
+    assert_success
+    assert_line "make-handout: another make-handout builds in $b: waiting for it"
+    assert_line --regexp '^make-handout: still building \([0-9]+ s so far\)$'
+    assert_line "make-handout: building lib/08_interval_sync/loss_ring.o"
+    assert_line "make-handout: building lib/08_interval_sync.a"
+    assert_line "make-handout: building solutions/09_four_stream_pipeline"
+    refute_line --partial "building tools/"  # built already: not a word of it
+}
+
+@test "handout: a lesson handed out with a later one that links it: its library stripped to what links, the README says so" {
+    run "$ROOT/tools/make-handout" --lessons 08-09 --ref-build "$BUILT" --out "$BATS_TEST_TMPDIR/out"
+    assert_success
+    h=$BATS_TEST_TMPDIR/out/course-08-09
+    lib=$h/lib/08_interval_sync.a
+    [ -z "$(nm "$lib" | awk '$2 ~ /^[tdb]$/')" ] || fail "local names in $lib: $(nm "$lib" | awk '$2 ~ /^[tdb]$/')"
+    [ "$(readelf -S "$lib" | grep -c '\.debug')" -eq 0 ] || fail "debugging information in $lib"
+    grep -qF "Every lesson of this copy comes compiled, its answers too, in \`reference/solutions/\`" "$h/README.md" ||
+        fail "the README does not say that the lessons come compiled"
+    grep -qF "and lesson 08's library also in \`lib/08_interval_sync.a\`" "$h/README.md" ||
+        fail "the README does not say that lesson 08 is in lib/ too"
+    # what a later lesson links, as it stands: 09 builds against it and runs
+    run env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS make -s -C "$h" build/lessons/09_four_stream_pipeline
+    assert_success
+    run "$h/build/lessons/09_four_stream_pipeline" --help
+    assert_success
+    # a range without lesson 08 carries its library, and says nothing of 08 compiled
+    run "$ROOT/tools/make-handout" --lessons 09-09 --ref-build "$BUILT" --out "$BATS_TEST_TMPDIR/out"
+    assert_success
+    ! grep -q "lesson 08's library also" "$BATS_TEST_TMPDIR/out/course-09-09/README.md" || fail "09-09 says 08 is compiled in it"
 }
 
 @test "handout: make-handout refuses a lesson the course does not have, a range backwards, bad options: exit code 2, one line" {

@@ -566,6 +566,27 @@ scripts() {
     done
 }
 
+@test "tools: an empty name for a file or folder is refused with one line and exit code 2, or quoted in the line" {
+    mkdir "$BATS_TEST_TMPDIR/cwd"
+    cd "$BATS_TEST_TMPDIR/cwd"
+    cmds=("$ROOT/tools/pack-tools" "$ROOT/tools/make-class-fixture")
+    command -v python3 >/dev/null && cmds+=("python3 $ROOT/tools/ddp-peer.py --json-out")
+    for cmd in "${cmds[@]}"; do
+        # shellcheck disable=SC2086
+        run --separate-stderr timeout 10 $cmd ''
+        name=$(basename "$(awk '{ print ($1 == "python3" ? $2 : $1) }' <<<"$cmd")")
+        [ "$status" -eq 2 ] || fail "$name '': exit code $status, expected 2: $stderr"
+        [ "$(grep -c . <<<"$stderr")" -eq 1 ] || fail "$name '': expected one line on stderr, got: $stderr"
+        [[ "$stderr" == "$name: "* ]] || fail "$name '': $stderr"
+    done
+    for t in tracestat fatbin-archs; do
+        run --separate-stderr "$TOOLS/$t" ''
+        assert_equal "$status" 1
+        assert_equal "$stderr" "$t: cannot open ''"
+    done
+    [ -z "$(ls -A)" ] || fail "an empty name wrote here: $(ls -A)"
+}
+
 # plant DIR: DIR/planted.bats, whose checks leave processes behind (their ids in $PIDS): one holding
 # bats's output (its fd 3) as every background process of a check does, one holding it as its
 # stdout, one holding nothing, and one that empties BATS_TEST_TIMEOUT inside the check: bats 1.8.2
@@ -641,6 +662,41 @@ assert_ended_soon() {
     assert_ended_soon
     assert_equal "${lines[-1]}" "5 passed, 1 failed, 0 skipped"
     assert_equal "$(cat "$PIDS.timeout")" "[]"
+}
+
+@test "tools: run-tests shows each file's TAP as soon as that file is done, and within 30 s what still runs; the summary last" {
+    d=$BATS_TEST_TMPDIR
+    printf '@test "quick passes" { true; }\n' >"$d/quick.bats"
+    # slow waits (60 s at most) for its go, given once quick's line is on run-tests' stdout
+    printf '@test "slow waits for its go" { for ((k = 0; k < 600; k++)); do [ -e "$GO" ] && return 0; sleep 0.1; done; false; }\n' \
+        >"$d/slow.bats"
+    export GO=$d/go
+    env TAP_OUT="$d/t.tap" RUN_TESTS_JOBS=2 timeout 90 "$ROOT/tools/run-tests" "$d/slow.bats" "$d/quick.bats" >"$d/out" 2>"$d/err" &
+    pid=$!
+    for ((k = 0; k < 300; k++)); do grep -q '^ok [0-9]* quick passes' "$d/out" && break; sleep 0.1; done
+    seen=$(grep -c '^ok [0-9]* quick passes' "$d/out" || true)
+    # then, well before 30 s without a word (26 s: its 20, and room for a busy machine), what still runs
+    t0=$SECONDS
+    while [ $((SECONDS - t0)) -lt 26 ]; do grep -q '^run-tests: still running: slow (' "$d/err" && break; sleep 0.1; done
+    still=$(grep -c '^run-tests: still running: slow (' "$d/err" || true)
+    touch "$GO"
+    wait "$pid"
+    st=$?
+    [ "$seen" -eq 1 ] || fail "quick's line was not shown while slow still ran: $(cat "$d/out" "$d/err")"
+    [ "$still" -ge 1 ] || fail "26 s after quick's line, no word of what still runs: $(cat "$d/err")"
+    assert_equal "$(head -n 1 "$d/err")" "run-tests: 2 files to run"  # a word as it starts
+    assert_equal "$st" 0
+    run cat "$d/out"
+    assert_equal "${#lines[@]}" 4
+    [[ "${lines[0]}" == "ok 1 quick passes"* ]] || fail "${lines[0]}"
+    [[ "${lines[1]}" == "ok 2 slow waits for its go"* ]] || fail "${lines[1]}"
+    assert_equal "${lines[2]}" "1..2"
+    assert_equal "${lines[3]}" "2 passed, 0 failed, 0 skipped"
+    # the TAP file: the files in the order given
+    run cat "$d/t.tap"
+    assert_equal "${lines[0]}" "1..2"
+    [[ "${lines[1]}" == "ok 1 slow waits for its go"* ]] || fail "${lines[1]}"
+    [[ "${lines[2]}" == "ok 2 quick passes"* ]] || fail "${lines[2]}"
 }
 
 @test "tools: bats-pool runs the deadline checks side by side after the others, then the other timed ones alone, in turn" {
@@ -1088,8 +1144,8 @@ TXT
     assert_equal "${#lines[@]}" 4
 }
 
-@test "tools: the README's table of exit codes has a row for every tool, every host tool and the lessons" {
-    table=$(sed -n '/^### Exit codes/,/^## /p' "$ROOT/README.md" | grep '^| ')
+@test "tools: the table of exit codes (docs/developers.md) has a row for every tool, every host tool and the lessons" {
+    table=$(sed -n '/^### Exit codes/,/^## /p' "$ROOT/docs/developers.md" | grep '^| ')
     [ -n "$table" ] || fail "no table under ### Exit codes"
     while read -r t; do
         name=$(basename "$t")

@@ -77,6 +77,12 @@ def positive(low, high):
     return check
 
 
+def file_name(text):
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file's name, got ''")
+    return text
+
+
 def plain(x):
     """0.000001, not 1e-06: the course writes every number in digits."""
     return f"{x:.6f}".rstrip("0").rstrip(".")
@@ -117,7 +123,7 @@ def parse_options(argv):
         check = positive(low, high) if kind is int else real(low, high)
         words = f"{words} ({plain(low)}..{plain(high)}, default {plain(default)})"  # the help says the real default
         p.add_argument(name, dest=dest, type=check, default=default, metavar=metavar, help=words)
-    p.add_argument("--json-out", metavar="FILE", help="also write the JSON object to FILE (rank 0)")
+    p.add_argument("--json-out", metavar="FILE", type=file_name, help="also write the JSON object to FILE (rank 0)")
     return p.parse_args(argv)
 
 

@@ -69,7 +69,7 @@ int main(int argc, char **argv)
     if (nfiles != 1) usage_error("fatbin-archs", "give one program (try --help)");
     FILE *in = fopen(files[0], "rb");
     if (!in) {
-        fprintf(stderr, "fatbin-archs: cannot open %s\n", files[0]);
+        fprintf(stderr, "fatbin-archs: cannot open '%s'\n", files[0]);
         return EXIT_FAILURE;
     }
     fseek(in, 0, SEEK_END);

@@ -79,7 +79,7 @@ static int read_trace(const char *path, timeline *t)
 {
     FILE *in = fopen(path, "r");
     if (!in) {
-        fprintf(stderr, "tracestat: cannot open %s\n", path);
+        fprintf(stderr, "tracestat: cannot open '%s'\n", path);
         return 0;
     }
     int status = tl_read_json(t, in);

@@ -1,5 +1,5 @@
 // exit_codes.h: the exit codes every program and tool of the course shares
-// (README, "Exit codes"). Plain C, no CUDA: host-only tools include it alone.
+// (docs/developers.md, "Exit codes"). Plain C, no CUDA: host-only tools include it alone.
 #ifndef COMMON_EXIT_CODES_H
 #define COMMON_EXIT_CODES_H
 
