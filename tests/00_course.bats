@@ -612,7 +612,20 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
 
 # a_user_make ARGS...: make as a user types it, not as the test runner's make passes it down
 a_user_make() {
-    env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS make "$@"
+    a_user make "$@"
+}
+
+@test "course: a_user's nested bats runs through /bin/sh, as make's recipes do, and sees none of this run's variables" {
+    d=$BATS_TEST_TMPDIR
+    printf '@test "passes" { true; }\n' >"$d/one.bats"
+    run a_user sh -c 'bats --tap "$0"' "$d/one.bats"
+    assert_success
+    assert_output "$(printf '1..1\nok 1 passes')"
+    run a_user BATS_FILTER_TAGS=mine sh -c env
+    refute_line --regexp '^(BATS_(TEST_NAME|RUN_TMPDIR|LIBEXEC|ROOT)|MAKEFLAGS|MAKELEVEL)='
+    assert_line "BATS_TEST_TIMEOUT="
+    assert_line "BATS_FILTER_TAGS=mine"
+    refute_line --regexp "^PATH=(.*:)?$BATS_LIBEXEC(:|$)"
 }
 
 @test "course: make runs as many jobs as the CPUs by default, and a -j given wins" {

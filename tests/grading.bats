@@ -160,6 +160,19 @@ from_tap() {
     grep -q '<testsuites>' "$BATS_TEST_TMPDIR/g/report.xml"
 }
 
+# A check that grades (the handout's, make dev-check's) runs the grader inside bats, through make,
+# whose recipe runs in /bin/sh where it needs a shell (quotes: `--lessons "07"`). There PATH begins
+# with bats's own libexec folder, and /bin/sh (dash) drops the function bats's wrapper exports: the
+# nested bats found no file of its own and ran no check ("Executed 0 instead of expected 1 tests",
+# issue 43, on two H200).
+@test "grading: make grade run inside a check, through make's /bin/sh, runs its checks" {
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= GRADE_HEALTH=1 GRADE_OUT="$BATS_TEST_TMPDIR/g" \
+        make -s -C "$ROOT" grade GRADE_LESSONS=07 BUILD="$BUILT"
+    assert_output --partial "grade: exit status 3"
+    refute_output --partial "Executed 0"
+    assert_line --regexp "^07 +0 +0 +4 +not graded +3 +0 +0"
+}
+
 @test "grading: a student's own tests/ cannot change their grade" {
     student=$BATS_TEST_TMPDIR/student
     mkdir -p "$student/tests"

@@ -485,6 +485,28 @@ fsync_shim() {
 }
 
 # ----------------------------------------------------------------------------
+# A run inside a check (make, a handout's grade, a nested suite), as a user types it.
+
+# a_user [NAME=VALUE...] COMMAND...: COMMAND with a user's environment, not the one this check
+# passes down: none of make's variables (its -j and jobserver), none of the outer bats's BATS_*
+# but BATS_LIB_PATH (where its libraries are), BATS_TEST_TIMEOUT set but empty (the outer check
+# has its limit; bats 1.8.2 can leave its countdown running), and bats's own folder off the PATH:
+# inside a check PATH begins with it, and its `bats` needs a function that bats's wrapper exports
+# and /bin/sh drops (make runs a recipe with quotes through /bin/sh): a nested bats found there ran
+# no check ("Executed 0 instead of expected 1 tests", issue 43). NAME=VALUE are set after that.
+a_user() {
+    local v unset=()
+    for v in $(compgen -e); do
+        case $v in
+        BATS_LIB_PATH) ;;
+        BATS_* | MAKELEVEL | MAKEFLAGS | MFLAGS) unset+=(-u "$v") ;;
+        esac
+    done
+    env "${unset[@]}" PATH="$(tr ':' '\n' <<<"$PATH" | grep -vxF "${BATS_LIBEXEC:-/nonexistent}" | paste -sd: -)" \
+        BATS_TEST_TIMEOUT= "$@"
+}
+
+# ----------------------------------------------------------------------------
 # Documents: README.md and the notes (the course's, and a handout's).
 
 # broken_links FILE.md...: "FILE: TARGET" for every relative link or image of FILE
