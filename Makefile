@@ -155,7 +155,7 @@ LESSON_BINS := $(filter-out $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)),$(LES
 endif
 DIST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(DIST_C))
 
-.PHONY: all build-all solutions lesson-bins tools lessons demo test setup bench timelines check next grade dev-check \
+.PHONY: all build-all solutions lesson-deps lesson-bins tools lessons demo test setup bench timelines check next grade dev-check \
         clean arch format-check handout grade-class
 .DEFAULT_GOAL := all
 
@@ -167,9 +167,11 @@ solutions: $(SOLUTION_BINS)
 tools: $(TOOLS) $(NCCL_TOOLS)
 
 # The lessons, each on its own and with -k: one that does not compile (a student's) is named
-# and stops neither the other lessons nor the rest. After the course's library: this make of
-# its own must find it built, not build it a second time beside the first.
-lesson-bins: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ)) $(foreach l,$(LIBRARIES),$(if $(filter $(l),$(NCCL_MISSING)),,$(call lib_archive,$(l))))
+# and stops neither the other lessons nor the rest. After what they all link (lesson-deps, which
+# tools/grade builds before its makes of one lesson each): a make of its own must find it built,
+# not build it a second time beside the first.
+lesson-deps: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ)) $(foreach l,$(LIBRARIES),$(if $(filter $(l),$(NCCL_MISSING)),,$(call lib_archive,$(l))))
+lesson-bins: lesson-deps
 	@[ -z "$(LESSON_BINS)" ] || $(MAKE) --no-print-directory -k $(LESSON_BINS) || true
 
 # report_broken_lessons,THEN: names the lessons that are not built (a lesson's binary is removed
