@@ -516,6 +516,46 @@ common/base/t.c: includes common/gpu/m.h (base may include base)"
     done
 }
 
+# Several ranks share one stderr (tools/launch): a message written in pieces is spliced with
+# another rank's (issue 43, on two H200: glibc 2.37 and later write one fprintf to unbuffered
+# stderr 128 bytes at a time). common/base/stderr_line.c writes a line in one write.
+@test "course: a rank's message is one write: 8 processes' lines through one pipe come back whole, past PIPE_BUF cut" {
+    gcc -std=c11 -Wall -Wextra -Werror -I"$ROOT" "$ROOT/tests/stderr-line.c" "$ROOT/common/base/stderr_line.c" \
+        -o "$BATS_TEST_TMPDIR/stderr-line" || fail "tests/stderr-line.c does not build"
+    run "$BATS_TEST_TMPDIR/stderr-line"
+    assert_success
+    assert_output "stderr-line: 8 writers, 200 lines each, every line whole"
+}
+
+# rank_stderr_writes FILE...: "FILE:LINE: text" for every use of stderr or perror outside comments: the
+# ways of writing a message in pieces (stdio), where stderr_line writes it whole
+rank_stderr_writes() {
+    local f
+    for f in "$@"; do
+        sed 's#//.*##' "$f" | grep -nwE 'stderr|perror' | sed "s#^#${f#"$ROOT"/}:#"
+    done
+}
+
+@test "course: the stderr scan finds a message printed in pieces, a FILE set to stderr, perror, and passes stderr_line" {
+    d=$BATS_TEST_TMPDIR
+    printf 'void f(void)\n{\n    fprintf(stderr, "%%s: ", name);  // a prefix\n}\n' >"$d/a.c"
+    printf 'FILE *out = json ? stderr : stdout;\nvoid g(void) { perror("open"); }\n' >"$d/b.c"
+    printf 'void h(void) { stderr_line("%%s: %%s", name, why); }  // on stderr\nFILE *o = stderr_by_lines();\n' >"$d/c.c"
+    run rank_stderr_writes "$d/a.c" "$d/b.c" "$d/c.c"
+    assert_output "$(printf '%s\n' "$d/a.c:3:    fprintf(stderr, \"%s: \", name);  " "$d/b.c:1:FILE *out = json ? stderr : stdout;" \
+        "$d/b.c:2:void g(void) { perror(\"open\"); }")"
+}
+
+@test "course: what a rank runs writes stderr through stderr_line alone (common/, lessons 08 and 12-15, sm-share)" {
+    files=()
+    for f in "$ROOT"/common/*/*.[ch] "$ROOT"/common/*/*.cu "$ROOT"/solutions/08_*/* "$ROOT"/solutions/1[2-9]_*/* \
+        "$ROOT"/tools/sm-share.cu; do
+        [ "$f" = "$ROOT/common/base/stderr_line.c" ] || files+=("$f")  # the one place that writes it
+    done
+    run rank_stderr_writes "${files[@]}"
+    assert_output ""
+}
+
 @test "course: the host-only tools (tools/*.c) need no CUDA header, directly or through common/" {
     for src in "$ROOT"/tools/*.c; do
         [ -f "$src" ] || continue

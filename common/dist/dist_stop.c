@@ -11,6 +11,8 @@
 #include "common/dist/dist_parts.h"
 #include "common/base/timing.h"  // host_now_ns, host_sleep_ms
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 int dist_claim_stop(dist_env *d)
 {
     if (__atomic_exchange_n(&d->stopping, 1, __ATOMIC_SEQ_CST) != 0) return 0;
@@ -33,11 +35,9 @@ void dist_say_stop(const dist_env *d, const char *message)
     char note[256];
     int r = dist_failed_rank(d, note, sizeof note);
     if (r >= 0)
-        fprintf(stderr, "%s: rank %d failed (%s); %s; aborting\n", d->name, r, note[0] ? note : "no reason given",
-                message);
+        stderr_line("%s: rank %d failed (%s); %s; aborting", d->name, r, note[0] ? note : "no reason given", message);
     else
-        fprintf(stderr, "%s: %s; aborting\n", d->name, message);
-    fflush(stderr);
+        stderr_line("%s: %s; aborting", d->name, message);
 }
 
 void dist_note_timeout(const dist_env *d, const char *what, char *message, size_t size)
@@ -68,8 +68,7 @@ static _Noreturn void stop_with(dist_env *d, int leave_note, const char *fmt, va
     vsnprintf(message, sizeof message, fmt, ap);
     if (leave_note) {
         dist_write_note(d, message);  // first: the others read it
-        fprintf(stderr, "%s: %s\n", d->name, message);
-        fflush(stderr);
+        stderr_line("%s: %s", d->name, message);
     } else {
         dist_say_stop(d, message);
     }

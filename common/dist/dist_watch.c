@@ -22,6 +22,8 @@
 #include "common/gpu/kernels.h"  // launch_spin
 #include "common/base/timing.h"  // host_now_ms, host_now_ns, host_sleep_ms
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 #define NOTE_EVERY_MS 50         // how often a polled wait looks for the others' failure notes
 #define HANG_NS 3600000000000LL  // dist_hang's kernel: an hour
 
@@ -139,13 +141,12 @@ cudaError_t dist_polled_wait(void *d, cudaEvent_t event) { return dist_event_wai
 
 void dist_hang(dist_env *d, cudaStream_t stream, const char *fmt, ...)
 {
+    char message[512];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", d->name);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    fflush(stderr);
+    stderr_line("%s: %s", d->name, message);
     cudaEvent_t never;
     CUDA_CHECK(cudaEventCreateWithFlags(&never, cudaEventDisableTiming));
     launch_spin(1, 32, HANG_NS, stream);
