@@ -16,11 +16,11 @@
 #include "common/base/stderr_line.h"
 
 #define WRITERS 8
-#define LINES 200                  // each writer's
-#define LONGEST 6000               // the longest payload asked for
-#define PIECE 100                  // stderr_by_lines' lines are printed in pieces this long
-#define HEAD_MAX 32                // "w7 i199 n6000 " and more
-#define READ_MAX (8 * 1024 * 1024) // all the writers' lines together
+#define LINES 200                   // each writer's
+#define LONGEST 6000                // the longest payload asked for
+#define PIECE 100                   // stderr_by_lines' lines are printed in pieces this long
+#define HEAD_MAX 32                 // "w7 i199 n6000 " and more
+#define READ_MAX (8 * 1024 * 1024)  // all the writers' lines together
 
 static const int sizes[] = {100, 129, 1000, 3000, 4050, LONGEST};
 
@@ -82,7 +82,8 @@ int main(void)
     size_t got = 0;
     ssize_t r;
     while (got < READ_MAX && (r = read(fds[0], all + got, READ_MAX - got)) > 0) got += (size_t)r;
-    while (wait(NULL) > 0) {}
+    while (wait(NULL) > 0) {
+    }
     int count[WRITERS] = {0}, bad = 0;
     for (size_t start = 0; start < got;) {
         char *nl = (char *)memchr(all + start, '\n', got - start);

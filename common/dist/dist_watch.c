@@ -24,7 +24,6 @@
 
 #include "common/base/stderr_line.h"  // stderr_line: a message, one write
 
-#define NOTE_EVERY_MS 50         // how often a polled wait looks for the others' failure notes
 #define HANG_NS 3600000000000LL  // dist_hang's kernel: an hour
 
 // ----------------------------------------------------------------------------
@@ -57,7 +56,7 @@ void dist_unwatch(dist_env *d, ncclComm_t comm)
 dist_waiting dist_waiting_start(const char *what)
 {
     double now = host_now_ms();
-    dist_waiting w = {now, now + NOTE_EVERY_MS, what, 1};
+    dist_waiting w = {now, now + DIST_NOTE_EVERY_MS, what, 1};
     return w;
 }
 
@@ -70,7 +69,7 @@ int dist_waiting_over(dist_env *d, dist_waiting *w, char *why, size_t size)
             snprintf(why, size, "noticed while %s", w->what);
             return 1;
         }
-        w->next_note_ms = now + NOTE_EVERY_MS;
+        w->next_note_ms = now + DIST_NOTE_EVERY_MS;
     }
     if (!w->timed || now - w->since_ms <= d->timeout_s * 1e3) return 0;
     // the note says so, and the others (the one that hangs too) quote it when they stop
