@@ -650,6 +650,41 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
     [ -z "$output" ] || fail "paths that name no file: $output"
 }
 
+# detect_with TOOLS REF_BIN: what detect_gpu decides with that gpu-probe and that course's 05, in a
+# shell of its own: "HAVE_GPU|GPUS|GPU_WHY"
+detect_with() {
+    (
+        unset HAVE_GPU GPU_WHY GPUS
+        TOOLS=$1 REF_BIN=$2
+        detect_gpu
+        echo "$HAVE_GPU|$GPUS|$GPU_WHY"
+    )
+}
+
+@test "course: GPU checks skip only where the course's 05 cannot run: a failed start tried again, a skip saying why" {
+    d=$BATS_TEST_TMPDIR
+    mkdir -p "$d/tools" "$d/ref"
+    printf '#!/bin/sh\necho gpus=1\n' >"$d/tools/gpu-probe"
+    # fake05 CODE...: a 05 whose Nth start exits with the Nth code (the last one after), counting its starts
+    fake05() {
+        printf '#!/bin/sh\nn=$(cat %s/starts 2>/dev/null || echo 0); echo $((n + 1)) >%s/starts\n' "$d" "$d" >"$d/ref/05_stream_overlap"
+        printf 'set -- %s\nshift $((n < $# ? n : $# - 1))\n' "$*" >>"$d/ref/05_stream_overlap"
+        printf '[ "$1" -ne 3 ] || echo "05_stream_overlap: no usable GPU: none here" >&2\nexit "$1"\n' >>"$d/ref/05_stream_overlap"
+        chmod +x "$d/tools/gpu-probe" "$d/ref/05_stream_overlap"
+        rm -f "$d/starts"
+    }
+    fake05 1 0  # one start fails, without a word, on a busy GPU; the next runs
+    assert_equal "$(detect_with "$d/tools" "$d/ref")" "1|1|"
+    assert_equal "$(cat "$d/starts")" 2
+    fake05 1  # every start fails: skipped, saying so
+    assert_equal "$(detect_with "$d/tools" "$d/ref")" \
+        "0|1|the course's 05_stream_overlap --only 1 exited with code 1, saying nothing (3 starts of the course's 05 failed)"
+    assert_equal "$(cat "$d/starts")" 3
+    fake05 3  # no usable GPU, as it says: once
+    assert_equal "$(detect_with "$d/tools" "$d/ref")" "0|1|05_stream_overlap: no usable GPU: none here"
+    assert_equal "$(cat "$d/starts")" 1
+}
+
 # a_user_make ARGS...: make as a user types it, not as the test runner's make passes it down
 a_user_make() {
     a_user make "$@"
