@@ -445,7 +445,7 @@ first_bucket_early() {
     local flags cuda=${CUDA_HOME:-/usr/local/cuda}
     flags=$(make -s --no-print-directory -C "$ROOT" host-includes) || fail "make host-includes failed"
     # shellcheck disable=SC2086
-    (cd "$ROOT" && gcc -std=c11 -Wall -Wextra -Werror $flags tests/stop-timeline.c common/dist/dist_stop.c \
+    (cd "$ROOT" && gcc -std=c11 -Wall -Wextra -Werror $flags "$ROOT/tests/stop-timeline.c" common/dist/dist_stop.c \
         common/dist/dist_notes.c common/base/own_file.c common/base/stderr_line.c common/base/timing.c \
         common/base/check.c common/base/host_memory.c -L"$cuda/lib64" -Wl,-rpath="$cuda/lib64" -lcudart \
         -o "$BATS_TEST_TMPDIR/stop-timeline") || fail "tests/stop-timeline.c does not build"
