@@ -156,7 +156,7 @@ LESSON_BINS := $(filter-out $(addprefix $(BUILD)/lessons/,$(NCCL_MISSING)),$(LES
 endif
 DIST_OBJ := $(patsubst common/%.c,$(BUILD)/common/%.o,$(DIST_C))
 
-.PHONY: all build-all solutions lesson-bins tools lessons demo test setup bench timelines check next grade dev-check \
+.PHONY: all build-all solutions lesson-deps lesson-bins tools lessons demo test setup bench timelines check next grade dev-check \
         clean arch format-check handout grade-class
 .DEFAULT_GOAL := all
 
@@ -168,9 +168,11 @@ solutions: $(SOLUTION_BINS)
 tools: $(TOOLS) $(NCCL_TOOLS)
 
 # The lessons, each on its own and with -k: one that does not compile (a student's) is named
-# and stops neither the other lessons nor the rest. After the course's library: this make of
-# its own must find it built, not build it a second time beside the first.
-lesson-bins: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ)) $(foreach l,$(LIBRARIES),$(if $(filter $(l),$(NCCL_MISSING)),,$(call lib_archive,$(l))))
+# and stops neither the other lessons nor the rest. After what they all link (lesson-deps, which
+# tools/grade builds before its makes of one lesson each): a make of its own must find it built,
+# not build it a second time beside the first.
+lesson-deps: $(COMMON_LIB) $(if $(NCCL_MISSING),,$(DIST_OBJ)) $(foreach l,$(LIBRARIES),$(if $(filter $(l),$(NCCL_MISSING)),,$(call lib_archive,$(l))))
+lesson-bins: lesson-deps
 	@[ -z "$(LESSON_BINS)" ] || $(MAKE) --no-print-directory -k lesson-bins-each || true
 # the lessons as one goal of that make, whose recipe says nothing: given as goals, each lesson already
 # built would be a line of its own ("make[1]: 'build/lessons/05_stream_overlap' is up to date.")

@@ -572,6 +572,46 @@ common/base/t.c: includes common/gpu/m.h (base may include base)"
     done
 }
 
+# Several ranks share one stderr (tools/launch): a message written in pieces is spliced with
+# another rank's (issue 43, on two H200: glibc 2.37 and later write one fprintf to unbuffered
+# stderr 128 bytes at a time). common/base/stderr_line.c writes a line in one write.
+@test "course: a rank's message is one write: 8 processes' lines through one pipe come back whole, past PIPE_BUF cut" {
+    gcc -std=c11 -Wall -Wextra -Werror -I"$ROOT" "$ROOT/tests/stderr-line.c" "$ROOT/common/base/stderr_line.c" \
+        -o "$BATS_TEST_TMPDIR/stderr-line" || fail "tests/stderr-line.c does not build"
+    run "$BATS_TEST_TMPDIR/stderr-line"
+    assert_success
+    assert_output "stderr-line: 8 writers, 200 lines each, every line whole"
+}
+
+# rank_stderr_writes FILE...: "FILE:LINE: text" for every use of stderr or perror outside comments: the
+# ways of writing a message in pieces (stdio), where stderr_line writes it whole
+rank_stderr_writes() {
+    local f
+    for f in "$@"; do
+        sed 's#//.*##' "$f" | grep -nwE 'stderr|perror' | sed "s#^#${f#"$ROOT"/}:#"
+    done
+}
+
+@test "course: the stderr scan finds a message printed in pieces, a FILE set to stderr, perror, and passes stderr_line" {
+    d=$BATS_TEST_TMPDIR
+    printf 'void f(void)\n{\n    fprintf(stderr, "%%s: ", name);  // a prefix\n}\n' >"$d/a.c"
+    printf 'FILE *out = json ? stderr : stdout;\nvoid g(void) { perror("open"); }\n' >"$d/b.c"
+    printf 'void h(void) { stderr_line("%%s: %%s", name, why); }  // on stderr\nFILE *o = stderr_by_lines();\n' >"$d/c.c"
+    run rank_stderr_writes "$d/a.c" "$d/b.c" "$d/c.c"
+    assert_output "$(printf '%s\n' "$d/a.c:3:    fprintf(stderr, \"%s: \", name);  " "$d/b.c:1:FILE *out = json ? stderr : stdout;" \
+        "$d/b.c:2:void g(void) { perror(\"open\"); }")"
+}
+
+@test "course: what a rank runs writes stderr through stderr_line alone (common/, lessons 08 and 12-15, sm-share)" {
+    files=()
+    for f in "$ROOT"/common/*/*.[ch] "$ROOT"/common/*/*.cu "$ROOT"/solutions/08_*/* "$ROOT"/solutions/1[2-9]_*/* \
+        "$ROOT"/tools/sm-share.cu; do
+        [ "$f" = "$ROOT/common/base/stderr_line.c" ] || files+=("$f")  # the one place that writes it
+    done
+    run rank_stderr_writes "${files[@]}"
+    assert_output ""
+}
+
 @test "course: the host-only tools (tools/*.c) need no CUDA header, directly or through common/" {
     for src in "$ROOT"/tools/*.c; do
         [ -f "$src" ] || continue
@@ -666,9 +706,57 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
     [ -z "$output" ] || fail "paths that name no file: $output"
 }
 
+# detect_with TOOLS REF_BIN: what detect_gpu decides with that gpu-probe and that course's 05, in a
+# shell of its own: "HAVE_GPU|GPUS|GPU_WHY"
+detect_with() {
+    (
+        unset HAVE_GPU GPU_WHY GPUS
+        TOOLS=$1 REF_BIN=$2
+        detect_gpu
+        echo "$HAVE_GPU|$GPUS|$GPU_WHY"
+    )
+}
+
+@test "course: GPU checks skip only where the course's 05 cannot run: a failed start tried again, a skip saying why" {
+    d=$BATS_TEST_TMPDIR
+    mkdir -p "$d/tools" "$d/ref"
+    printf '#!/bin/sh\necho gpus=1\n' >"$d/tools/gpu-probe"
+    # fake05 CODE...: a 05 whose Nth start exits with the Nth code (the last one after), counting its starts
+    fake05() {
+        printf '#!/bin/sh\nn=$(cat %s/starts 2>/dev/null || echo 0); echo $((n + 1)) >%s/starts\n' "$d" "$d" >"$d/ref/05_stream_overlap"
+        printf 'set -- %s\nshift $((n < $# ? n : $# - 1))\n' "$*" >>"$d/ref/05_stream_overlap"
+        printf '[ "$1" -ne 3 ] || echo "05_stream_overlap: no usable GPU: none here" >&2\nexit "$1"\n' >>"$d/ref/05_stream_overlap"
+        chmod +x "$d/tools/gpu-probe" "$d/ref/05_stream_overlap"
+        rm -f "$d/starts"
+    }
+    fake05 1 0  # one start fails, without a word, on a busy GPU; the next runs
+    assert_equal "$(detect_with "$d/tools" "$d/ref")" "1|1|"
+    assert_equal "$(cat "$d/starts")" 2
+    fake05 1  # every start fails: skipped, saying so
+    assert_equal "$(detect_with "$d/tools" "$d/ref")" \
+        "0|1|the course's 05_stream_overlap --only 1 exited with code 1, saying nothing (3 starts of the course's 05 failed)"
+    assert_equal "$(cat "$d/starts")" 3
+    fake05 3  # no usable GPU, as it says: once
+    assert_equal "$(detect_with "$d/tools" "$d/ref")" "0|1|05_stream_overlap: no usable GPU: none here"
+    assert_equal "$(cat "$d/starts")" 1
+}
+
 # a_user_make ARGS...: make as a user types it, not as the test runner's make passes it down
 a_user_make() {
-    env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS make "$@"
+    a_user make "$@"
+}
+
+@test "course: a_user's nested bats runs through /bin/sh, as make's recipes do, and sees none of this run's variables" {
+    d=$BATS_TEST_TMPDIR
+    printf '@test "passes" { true; }\n' >"$d/one.bats"
+    run a_user sh -c 'bats --tap "$0"' "$d/one.bats"
+    assert_success
+    assert_output "$(printf '1..1\nok 1 passes')"
+    run a_user BATS_FILTER_TAGS=mine sh -c env
+    refute_line --regexp '^(BATS_(TEST_NAME|RUN_TMPDIR|LIBEXEC|ROOT)|MAKEFLAGS|MAKELEVEL)='
+    assert_line "BATS_TEST_TIMEOUT="
+    assert_line "BATS_FILTER_TAGS=mine"
+    refute_line --regexp "^PATH=(.*:)?$BATS_LIBEXEC(:|$)"
 }
 
 @test "course: make runs as many jobs as the CPUs by default, and a -j given wins" {

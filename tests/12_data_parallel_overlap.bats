@@ -437,6 +437,40 @@ first_bucket_early() {
     assert_success
 }
 
+# The stop's timeline, without a GPU: tests/stop-timeline.c's two ranks stop through the course's
+# own dist_stop.c and dist_notes.c (rank 1 fails, rank 0 notices its note and aborts for 0.2 s);
+# what they say is read as a real run's, by the check below.
+@test "12 every rank says its stop timeline from the failed rank's note, and the stop check reads it (no GPU)" {
+    need_nccl  # dist.h includes nccl.h
+    local flags cuda=${CUDA_HOME:-/usr/local/cuda}
+    flags=$(make -s --no-print-directory -C "$ROOT" host-includes) || fail "make host-includes failed"
+    # shellcheck disable=SC2086
+    (cd "$ROOT" && gcc -std=c11 -Wall -Wextra -Werror $flags "$ROOT/tests/stop-timeline.c" common/dist/dist_stop.c \
+        common/dist/dist_notes.c common/base/own_file.c common/base/stderr_line.c common/base/timing.c \
+        common/base/check.c common/base/host_memory.c -L"$cuda/lib64" -Wl,-rpath="$cuda/lib64" -lcudart \
+        -o "$BATS_TEST_TMPDIR/stop-timeline") || fail "tests/stop-timeline.c does not build"
+    mkdir -m 700 "$BATS_TEST_TMPDIR/rv"
+    run --separate-stderr "$ROOT/tests/timed" 60 "$BATS_TEST_TMPDIR/stop-timeline" "$BATS_TEST_TMPDIR/rv"
+    ended=$(date +%s.%N)
+    assert_success  # both ranks exited with code 1
+    run stop_problems stop_timeline 2 1 "$ended" <<<"$stderr"
+    assert_output ""
+    # rank 0 noticed the note within the interval it looks at, and its abort took the stub's 0.2 s
+    line=$(grep '^stop_timeline rank 0: stop timeline, ' <<<"$stderr")
+    [[ "$line" =~ stopping\ \+([0-9.]+),\ aborting\ \+([0-9.]+),\ aborted\ \+([0-9.]+) ]] || fail "rank 0's timeline: $line"
+    assert_num "${BASH_REMATCH[1]}" "<=" 0.5 "seconds from rank 1's note until rank 0 stopped (it looks every 0.05 s)"
+    assert_num "$(awk -v a="${BASH_REMATCH[3]}" -v b="${BASH_REMATCH[2]}" 'BEGIN { print a - b }')" ">=" 0.2 \
+        "seconds rank 0's abort took (the stub's 0.2 s)"
+    # the check fails a stop that ended past the design's bound, a rank that said nothing, another note
+    run stop_problems stop_timeline 2 1 "$(awk -v e="$ended" 'BEGIN { printf "%.3f", e + 10 }')" <<<"$stderr"
+    assert_output --regexp "^the stop took 1[0-9]\.[0-9]+ s from rank 1's note to the end of the launch, over the design's 5\.67 s "
+    run stop_problems stop_timeline 3 1 "$ended" <<<"$stderr"
+    assert_output "rank 2 said no stop timeline"
+    run stop_problems stop_timeline 2 0 "$ended" <<<"$stderr"
+    assert_line --partial "rank 0's stop answers no note of rank 0: "
+    assert_line --partial "rank 1's stop answers no note of rank 0: "
+}
+
 # bats test_tags=ranks,gpu,timed,deadline,claim:12-note-names
 @test "12 a rank that fails stops every rank well under the time limit (its note), the failed one named, two and four ranks" {
     need_nccl_gpu

@@ -62,7 +62,8 @@ flight_race() {
         (cd "$ROOT" && gcc -x c -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=address -fno-omit-frame-pointer \
             $flags -c solutions/$P/recorder.cu -o "$bin.o" &&
             gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=address -fno-omit-frame-pointer $flags \
-                tests/flight-race.c common/recovery/flight.c common/base/own_file.c "$bin.o" -lpthread -o "$bin") ||
+                tests/flight-race.c common/recovery/flight.c common/base/own_file.c common/base/stderr_line.c "$bin.o" \
+                -lpthread -o "$bin") ||
             fail "tests/flight-race.c and the lesson's recorder.cu do not build"
     fi
     echo "$bin"
@@ -83,7 +84,7 @@ snapshot_host() {
         # shellcheck disable=SC2086
         (cd "$ROOT" && gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=thread $flags tests/snapshot-host.c \
             "$bin.snapshot.o" "$bin.writer.o" "$bin.checkpoint.o" common/recovery/ckpt.c common/recovery/ckpt_run.c \
-            common/recovery/ckpt_folders.c common/base/own_file.c -lpthread -o "$bin") ||
+            common/recovery/ckpt_folders.c common/base/own_file.c common/base/stderr_line.c -lpthread -o "$bin") ||
             fail "tests/snapshot-host.c does not build"
     fi
     echo "$bin"

@@ -160,6 +160,19 @@ from_tap() {
     grep -q '<testsuites>' "$BATS_TEST_TMPDIR/g/report.xml"
 }
 
+# A check that grades (the handout's, make dev-check's) runs the grader inside bats, through make,
+# whose recipe runs in /bin/sh where it needs a shell (quotes: `--lessons "07"`). There PATH begins
+# with bats's own libexec folder, and /bin/sh (dash) drops the function bats's wrapper exports: the
+# nested bats found no file of its own and ran no check ("Executed 0 instead of expected 1 tests",
+# issue 43, on two H200).
+@test "grading: make grade run inside a check, through make's /bin/sh, runs its checks" {
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= GRADE_HEALTH=1 GRADE_OUT="$BATS_TEST_TMPDIR/g" \
+        make -s -C "$ROOT" grade GRADE_LESSONS=07 BUILD="$BUILT"
+    assert_output --partial "grade: exit status 3"
+    refute_output --partial "Executed 0"
+    assert_line --regexp "^07 +0 +0 +4 +not graded +3 +0 +0"
+}
+
 @test "grading: a student's own tests/ cannot change their grade" {
     student=$BATS_TEST_TMPDIR/student
     mkdir -p "$student/tests"
@@ -278,6 +291,49 @@ course_copy() {
     assert_equal "$status" 1
     assert_line --regexp "^07 +0 +4 +0 +build failed "
     assert_line --regexp "^07: build failed: lessons/07_event_sync/train\.cu\([0-9]+\): error"
+}
+
+# A grade builds each lesson with a make of its own, side by side in one tree. In a fresh tree (a
+# handout: its tools link no part of the course's library) those makes each built the course's
+# library and the ranks' bootstrap, the same files at once: on two H200 (issue 43) the 05-15
+# handout's unsolved 07 failed so, "make: Target ... not remade because of errors". Each make's
+# reasons (make --trace) say what it built.
+@test "grading: in a fresh handout each lesson's make builds its lesson alone: what they all link is built once, first" {
+    run "$ROOT/tools/make-handout" --lessons 12-13 --ref-build "$BUILT" --out "$BATS_TEST_TMPDIR/out"
+    assert_success
+    h=$BATS_TEST_TMPDIR/out/course-12-13
+    [ ! -e "$h/build/libcourse.a" ] || fail "the handout came with the course's library built"
+    run env -u MAKELEVEL CUDA_VISIBLE_DEVICES= HAVE_GPU= COURSE_BIN= COURSE_REF_BIN= COURSE_TOOLS= MAKEFLAGS=--trace \
+        "$h/tools/grade" --out "$BATS_TEST_TMPDIR/g"
+    assert_equal "$status" 3  # built, not graded (no GPU)
+    for l in 12_data_parallel_overlap 13_pipeline_parallel; do
+        [ -x "$h/build/lessons/$l" ] || fail "$l was not built"
+        others=$(sed -nE "s/^Makefile:[0-9]+: (update )?target '([^']*)'.*/\2/p" "$BATS_TEST_TMPDIR/g/$l.build.log" |
+            grep -vxF "$h/build/lessons/$l") || true
+        [ -z "$others" ] || fail "$l's make built what every lesson links: $(head -n 3 <<<"$others" | tr '\n' ' ')"
+    done
+    grep -q "target '$h/build/libcourse.a'" "$BATS_TEST_TMPDIR/g/course-build.log" || fail "the course's library was not built first"
+}
+
+# A folder where a build writes a file: its step fails with no line of a compiler's (rm's "Is a
+# directory"), as a step that loses a race, is killed, or fails in nvcc's own words ("nvcc fatal :").
+@test "grading: a build failing without a compiler's 'error:' line is reported by its first real line, never make's summary" {
+    tree=$BATS_TEST_TMPDIR/course
+    course_copy "$tree"
+    rm -f "$tree/build/lessons/07_event_sync"
+    mkdir -p "$tree/build/lessons/07_event_sync/x"  # the lesson's own step: rm -f of its old binary fails
+    touch -d 2000-01-01 "$tree/build/lessons/07_event_sync"  # older than its sources: make rebuilds it
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= COURSE_BIN= COURSE_REF_BIN= "$tree/tools/grade" --out "$BATS_TEST_TMPDIR/g" --lessons "07"
+    assert_equal "$status" 1
+    assert_line --regexp "^07: build failed: rm: cannot remove '.*/build/lessons/07_event_sync': Is a directory$"
+    # the course's own part: its library cannot be written
+    rm -rf "$tree/build/lessons/07_event_sync" "$tree/build/libcourse.a"
+    mkdir -p "$tree/build/libcourse.a/x"
+    touch -d 2000-01-01 "$tree/build/libcourse.a"
+    run env CUDA_VISIBLE_DEVICES= HAVE_GPU= COURSE_BIN= COURSE_REF_BIN= "$tree/tools/grade" --out "$BATS_TEST_TMPDIR/g" --lessons "07"
+    assert_equal "$status" 1
+    assert_output --regexp "grade: the course's .* do(es)? not build"
+    assert_line --regexp "^ *rm: cannot remove '.*/build/libcourse\.a': Is a directory$"
 }
 
 @test "grading: without a GPU nothing is scored, not even a scored check that passes without one" {

@@ -17,12 +17,16 @@ setup_file() {
     detect_gpu
 }
 
-# a_user_make ARGS...: make as a user types it, not as the test runner's make passes it down; the
-# checks inside have no limit of bats's own (BATS_TEST_TIMEOUT= : bats 1.8.2 can leave its countdown
-# running after a check, holding its bats process), their programs have CHECK_TIMEOUT
+# as_a_student [NAME=VALUE...] COMMAND...: COMMAND as a student types it in their copy (a_user),
+# with nothing of this course's build under test (COURSE_*) or of this check's GPU; the checks inside
+# have no limit of bats's own, their programs have CHECK_TIMEOUT
+as_a_student() {
+    a_user COURSE_BIN= COURSE_REF_BIN= COURSE_TOOLS= HAVE_GPU= GPU_WHY= "$@"
+}
+
+# a_user_make ARGS...: make as a student types it
 a_user_make() {
-    env -u MAKELEVEL -u MAKEFLAGS -u MFLAGS BATS_TEST_TIMEOUT= COURSE_BIN= COURSE_REF_BIN= COURSE_TOOLS= HAVE_GPU= \
-        GPU_WHY= make "$@"
+    as_a_student make "$@"
 }
 
 # Which ranges: a handout of a range holds a subset of the files of one of a longer range (its notes
@@ -358,7 +362,7 @@ seed_build() {
     need_gpu
     make_handout 06-07
     h=$H
-    grade_07() { BATS_FILTER_TAGS='!sanitizer,!host-sanitizer' a_user_make -C "$h" -s grade GRADE_LESSONS=07; }
+    grade_07() { as_a_student BATS_FILTER_TAGS='!sanitizer,!host-sanitizer' make -C "$h" -s grade GRADE_LESSONS=07; }
     run grade_07
     assert_line --regexp "^07 +0 +4 +0 +0/4 "
     cp "$ROOT"/solutions/07_event_sync/*.cu "$h/lessons/07_event_sync/"

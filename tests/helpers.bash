@@ -66,7 +66,8 @@ ref() {
 # Decide once per file whether a GPU is usable (bats 1.8.2: never skip in setup_file), and
 # count the GPUs this process may use: the CUDA runtime's count (tools/gpu-probe), never
 # nvidia-smi's text. GPU_WHY names the real cause once (no driver, a driver too old, none
-# visible), or what lesson 05 said when a GPU is there but cannot run the course's code.
+# visible), or what the course's own lesson 05 (never the program under test) said when a GPU is
+# there but cannot run the course's code: never empty.
 detect_gpu() {
     if [ -z "${HAVE_GPU:-}" ]; then
         HAVE_GPU=0 GPUS=0
@@ -78,13 +79,34 @@ detect_gpu() {
             GPU_WHY="$TOOLS/gpu-probe is not built (run make)"
         elif [ "$GPUS" -eq 0 ]; then
             GPU_WHY="no usable GPU: $(sed -n 's/^why=//p' <<<"$probe")"
-        elif "$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 >/dev/null 2>&1; then
-            HAVE_GPU=1 GPU_WHY=""
         else
-            GPU_WHY="$("$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 2>&1 >/dev/null | head -n 1)"
+            ref_runs_on_gpu
         fi
         export HAVE_GPU GPU_WHY GPUS
     fi
+}
+
+# ref_runs_on_gpu: HAVE_GPU=1 when the course's 05 runs on the GPU gpu-probe counted; else GPU_WHY,
+# what its first failed start said. A start that fails for another reason than "no usable GPU" (exit
+# code 3) is tried again, up to three starts a second apart: on a GPU busy with other processes
+# (dev-check's lanes, simulated ranks) one start can fail, and it skipped every GPU check of its bats
+# process, saying nothing (issue 43: two of the 11-external mutant's four checks, on two H200).
+ref_runs_on_gpu() {
+    local try out code
+    GPU_WHY=""
+    for try in 1 2 3; do
+        out=$("$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 2>&1 >/dev/null)
+        code=$?
+        if [ "$code" -eq 0 ]; then
+            HAVE_GPU=1 GPU_WHY=""
+            return
+        fi
+        [ -n "$GPU_WHY" ] || GPU_WHY=$(head -n 1 <<<"$out")
+        [ -n "$GPU_WHY" ] || GPU_WHY="the course's 05_stream_overlap --only 1 exited with code $code, saying nothing"
+        [ "$code" -ne 3 ] || return  # no usable GPU, as it says: another start would say the same
+        [ "$try" -eq 3 ] || sleep 1
+    done
+    GPU_WHY="$GPU_WHY (3 starts of the course's 05 failed)"
 }
 
 need_gpu() {
@@ -106,8 +128,13 @@ need_overlap() {
         skip "CUDA_DEVICE_MAX_CONNECTIONS=$CUDA_DEVICE_MAX_CONNECTIONS: every stream shares one hardware queue"
     [ "${CUDA_LAUNCH_BLOCKING:-0}" != 1 ] || skip "CUDA_LAUNCH_BLOCKING=1: every launch waits for the GPU"
     [ -z "${CUDA_MPS_PIPE_DIRECTORY:-}" ] || skip "MPS: the GPU is shared with other processes"
-    local caps
-    caps=$("$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 --json 2>/dev/null)
+    local caps try
+    for try in 1 2 3; do  # as ref_runs_on_gpu: a start that fails on a busy GPU is tried again
+        caps=$("$ROOT/tests/timed" 60 "$REF_BIN/05_stream_overlap" --only 1 --size-mib 1 --json 2>/dev/null) && break
+        caps=""
+        [ "$try" -eq 3 ] || sleep 1
+    done
+    [ -n "$caps" ] || skip "the course's 05_stream_overlap --only 1 --json failed 3 times: what this GPU overlaps is unknown"
     [ "$(jq -r .concurrent_kernels <<<"$caps")" = 1 ] || skip "this GPU runs one kernel at a time"
     [ "$(jq -r .mig <<<"$caps")" != true ] || skip "a MIG instance: a slice of a GPU, shared"
     if [ "${1:-}" = copy-engines ]; then
@@ -417,7 +444,7 @@ run_ranks() {
     if [ "$status" -ne 0 ]; then
         echo "$n ranks of $program $* said:"
         grep -E "never|poisoned|diverge|differ|NOT|: NO|FAILED|failed|wrong|abort|timed out|exercise" <<<"$stderr" |
-            head -n 6 | sed 's/^ */  /'
+            grep -v ': stop timeline, ' | head -n 6 | sed 's/^ */  /'
     fi
     jq -e . "$BATS_TEST_TMPDIR/$name.json" >/dev/null || fail "$name: rank 0's --json output is not valid JSON"
     if [ "${GPUS:-0}" -lt "$n" ] && [ "$status" -eq 0 ]; then  # the program must say it was simulated
@@ -428,20 +455,63 @@ run_ranks() {
     fi
 }
 
-# assert_stops_by_note PROGRAM RANKS ARGS...: for each rank failing in turn (the last, then
-# the first), --fault error at batch 5: every rank stops by itself well under --timeout-s
-# (30 s here), the failed one says so, every other one names it. Returns the seconds taken.
+# stop_problems PROGRAM RANKS FAILING ENDED: what is wrong with the stop of a run whose rank FAILING
+# failed with a note, a line each (nothing when nothing is), from the ranks' stderr (on stdin) and
+# ENDED, the wall clock once the launch had returned. Each rank ends with its stop timeline
+# (common/dist/dist_stop.c): seconds from the failed rank's note, and the design's intervals. By
+# design (notes/12, "stopping when a rank fails") a waiting rank looks for a note every E s and
+# stops on seeing one; from then the watchdog, looking every W s, gives its stop (the abort, the
+# exit) L s before it ends the process. So every rank has ended E + L + W after the note; launch
+# sees it within its 0.1 s poll, and LAUNCH_SETTLE_S (0.5) is for launch and tests/timed to end.
+# What ran before the note (the ranks' start, batches 0-4) is no part of the stop.
+LAUNCH_SETTLE_S=0.5
+stop_problems() {
+    local program=$1 n=$2 failing=$3 ended=$4 text line r from origin="" e="" w="" l=""
+    text=$(cat)
+    for ((r = 0; r < n; r++)); do
+        line=$(grep -m 1 "^$program rank $r: stop timeline, " <<<"$text")
+        if [ -z "$line" ]; then
+            echo "rank $r said no stop timeline"
+            continue
+        fi
+        if [ "$r" -eq "$failing" ]; then from="its own note"; else from="rank $failing's note"; fi
+        [[ "$line" == *"seconds from $from (wall clock "* ]] || echo "rank $r's stop answers no note of rank $failing: $line"
+        [[ "$line" =~ \(wall\ clock\ ([0-9.]+)\) ]] || continue
+        if [ -z "$origin" ]; then
+            origin=${BASH_REMATCH[1]}
+        elif [ "${BASH_REMATCH[1]}" != "$origin" ]; then
+            echo "rank $r's note is dated ${BASH_REMATCH[1]}, another rank's $origin: not the same note"
+        fi
+        [[ "$line" =~ every\ ([0-9.]+)\ s,\ the\ watchdog\ every\ ([0-9.]+)\ s,\ a\ stop\ given\ ([0-9.]+)\ s$ ]] &&
+            e=${BASH_REMATCH[1]} w=${BASH_REMATCH[2]} l=${BASH_REMATCH[3]}
+    done
+    [ -n "$origin" ] && [ -n "$l" ] || return 0  # said above
+    awk -v end="$ended" -v t="$origin" -v e="$e" -v w="$w" -v l="$l" -v f="$failing" -v settle="$LAUNCH_SETTLE_S" 'BEGIN {
+        bound = e + l + w + 0.1 + settle
+        if (end - t > bound)
+            printf "the stop took %.2f s from rank %s\047s note to the end of the launch, over the design\047s %.2f s " \
+                "(notes looked for every %s s, the watchdog every %s s, a stop given %s s; launch\047s 0.1 s, %s s to end)\n",
+                end - t, f, bound, e, w, l, settle }'
+}
+
+# assert_stops_by_note PROGRAM RANKS ARGS...: for each rank failing in turn (the last, then the
+# first), --fault error at batch 5: every rank stops by itself (a grace period longer than the
+# check), the failed one says so, every other one names it, and the stop, from the failed rank's
+# note to the last rank's end, lasts no longer than the design gives it (stop_problems). A failure
+# shows every rank's stop timeline: where the seconds went.
 assert_stops_by_note() {
-    local program=$1 n=$2
+    local program=$1 n=$2 problems ended
     shift 2
     for failing in $((n - 1)) 0; do
-        SECONDS=0
-        # a grace period longer than the check allows: the ranks must stop by themselves
         # shellcheck disable=SC2046
         run --separate-stderr "$ROOT/tests/timed" 90 "$LAUNCH" $(launch_options "$n") --grace-s 60 "$BIN/$program" \
             "$@" --fault error --fault-rank "$failing" --fault-at-batch 5 --timeout-s 30
+        ended=$(date +%s.%N)
         assert_equal "$status" 1
-        assert_num "$SECONDS" "<" 15 "seconds until every rank had stopped (rank $failing failing, by its note)"
+        problems=$(stop_problems "$program" "$n" "$failing" "$ended" <<<"$stderr")
+        [ -z "$problems" ] || fail "$n ranks, rank $failing failing: $problems
+the ranks' stop timelines:
+$(grep ': stop timeline, ' <<<"$stderr")"
         [[ "$stderr" == *"$program rank $failing: stopping at batch 5"* ]] || fail "rank $failing's line: $stderr"
         for ((r = 0; r < n; r++)); do
             [ "$r" -eq "$failing" ] && continue
@@ -464,7 +534,8 @@ assert_stops_by_timeout() {
         --fault hang --fault-rank $((n - 1)) --fault-at-batch 5 --timeout-s 8
     assert_equal "$status" 1
     assert_num "$SECONDS" ">=" 8 "seconds until every rank had stopped (the time limit is 8 s)"
-    assert_num "$SECONDS" "<" 30 "seconds until every rank had stopped (the time limit is 8 s)"
+    [ "$SECONDS" -lt 30 ] || fail "expected $SECONDS < 30 (seconds until every rank had stopped, the time limit 8 s); the ranks' stop timelines:
+$(grep ': stop timeline, ' <<<"$stderr")"
     [[ "$stderr" == *"$program rank $((n - 1)): hanging at batch 5"* ]] || fail "the hanging rank's line: $stderr"
     for ((r = 0; r < n; r++)); do
         grep -q "^$program rank $r: .*nothing happened for 8 s.*(--timeout-s).*aborting" <<<"$stderr" ||
@@ -482,6 +553,28 @@ fsync_shim() {
     [ -f "$so" ] || gcc -std=c11 -O2 -Wall -Wextra -Werror -shared -fPIC "$ROOT/tests/fsync-log.c" -o "$so" -ldl ||
         fail "tests/fsync-log.c does not build"
     echo "$so"
+}
+
+# ----------------------------------------------------------------------------
+# A run inside a check (make, a handout's grade, a nested suite), as a user types it.
+
+# a_user [NAME=VALUE...] COMMAND...: COMMAND with a user's environment, not the one this check
+# passes down: none of make's variables (its -j and jobserver), none of the outer bats's BATS_*
+# but BATS_LIB_PATH (where its libraries are), BATS_TEST_TIMEOUT set but empty (the outer check
+# has its limit; bats 1.8.2 can leave its countdown running), and bats's own folder off the PATH:
+# inside a check PATH begins with it, and its `bats` needs a function that bats's wrapper exports
+# and /bin/sh drops (make runs a recipe with quotes through /bin/sh): a nested bats found there ran
+# no check ("Executed 0 instead of expected 1 tests", issue 43). NAME=VALUE are set after that.
+a_user() {
+    local v unset=()
+    for v in $(compgen -e); do
+        case $v in
+        BATS_LIB_PATH) ;;
+        BATS_* | MAKELEVEL | MAKEFLAGS | MFLAGS) unset+=(-u "$v") ;;
+        esac
+    done
+    env "${unset[@]}" PATH="$(tr ':' '\n' <<<"$PATH" | grep -vxF "${BATS_LIBEXEC:-/nonexistent}" | paste -sd: -)" \
+        BATS_TEST_TIMEOUT= "$@"
 }
 
 # ----------------------------------------------------------------------------

@@ -29,6 +29,8 @@
 #include "common/gpu/memory.h"   // defines: device_alloc, pinned_alloc, host_calloc
 #include "common/base/timing.h"  // defines: stats_of, event_ms
 
+#include "common/base/stderr_line.h"  // defines: stderr_by_lines
+
 #define MAX_CTAS 8     // cap values tried at most
 #define MAX_SHAPES 4   // product shapes at most
 #define MAX_ROUNDS 21  // rounds at most
@@ -273,7 +275,7 @@ static void report(const probe *p, const options *o, const results *res)
 {
     json_writer js;
     if (o->json) json_begin(&js, stdout);
-    FILE *out = o->json ? stderr : stdout;
+    FILE *out = o->json ? stderr_by_lines() : stdout;  // on stderr a line at a time, as the ranks' own
     fprintf(out, "sm-share: %s, %d SMs; %d MiB messages; median of %d rounds, %d products each\n", p->dev.name,
             p->dev.sms, o->mib, o->rounds, p->reps);
     for (int s = 0; s < o->nshapes; s++) {

@@ -12,6 +12,8 @@
 
 #include "common/base/exit_codes.h"  // EXIT_USAGE
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 #define MAX_OPTIONS 64
 
 arg_spec arg_int(const char *name, int *value, int min, int max, const char *metavar, const char *help)
@@ -71,12 +73,12 @@ static int choice_index(const char *words, const char *text, int index, char *wo
 
 void usage_error(const char *prog, const char *fmt, ...)
 {
+    char message[1024];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", prog);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    stderr_line("%s: %s", prog, message);
     exit(EXIT_USAGE);
 }
 

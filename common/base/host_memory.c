@@ -7,11 +7,13 @@
 
 #include "common/base/host_memory.h"
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 void *host_alloc(size_t bytes, const char *what)
 {
     void *p = malloc(bytes ? bytes : 1);
     if (!p) {
-        fprintf(stderr, "out of host memory: %s needs %.3f GiB\n", what, bytes / 1073741824.0);
+        stderr_line("out of host memory: %s needs %.3f GiB", what, bytes / 1073741824.0);
         exit(EXIT_FAILURE);
     }
     return p;
@@ -21,7 +23,7 @@ void *host_calloc(size_t count, size_t size, const char *what)
 {
     void *p = calloc(count ? count : 1, size ? size : 1);
     if (!p) {
-        fprintf(stderr, "out of host memory: %s needs %.3f GiB\n", what, (double)count * size / 1073741824.0);
+        stderr_line("out of host memory: %s needs %.3f GiB", what, (double)count * size / 1073741824.0);
         exit(EXIT_FAILURE);
     }
     return p;

@@ -103,6 +103,12 @@ typedef struct {
     // before the rank says why and aborts: lesson 14's flight recorder writes its ring there
     void (*on_stop)(void *ctx);
     void *on_stop_ctx;
+
+    // the stop's timeline (wall clock, s; 0: not yet), one line on stderr as the rank ends
+    double note_s;   // the failure note the stop answers: another rank's, or this rank's own
+    int note_rank;   // whose note (-1: none, the stop is this rank's own: its time limit, NCCL's error)
+    double stop_s;   // this rank began to stop (claimed the stop)
+    double abort_s;  // it began to abort its communicators
 } dist_env;
 
 // Reads the launcher's environment (exit code 2 when its values do not add up) and names the
@@ -185,8 +191,10 @@ void dist_unwatch(dist_env *d, ncclComm_t comm);
 // ends here, its message out.
 void dist_stop_begin(dist_env *d);
 // One line on stderr: "NAME: MESSAGE; aborting", or "NAME: rank R failed (ITS NOTE); MESSAGE;
-// aborting" when another rank of this run left a note (the lowest such rank).
-void dist_say_stop(const dist_env *d, const char *message);
+// aborting" when another rank of this run left a note (the lowest such rank). The abort begins:
+// when the process exits, one more line says where the stop's seconds went ("NAME: stop timeline,
+// seconds from ...": its start, its stop, its abort and its end, against the note it answers).
+void dist_say_stop(dist_env *d, const char *message);
 
 // This rank stops: leaves its note (the message) for the others, prints the message on
 // stderr, aborts its communicators, exits with code 1.

@@ -13,6 +13,8 @@
 #include "common/base/own_file.h"    // own_folder_check: the rendezvous folder is this user's
 #include "common/base/timing.h"      // wall_clock_s
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 // Reads an integer variable; returns 0 when it is not set. A value that is not a whole number
 // in [min, max] is a usage error.
 static int read_env(const char *prog, const char *var, int min, int max, int *out)
@@ -171,10 +173,9 @@ void dist_select_device(dist_env *d)
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) return;  // gpu_open says why (exit code 3)
     int need = d->local_world > 0 ? d->local_world : d->local_rank + 1;
     if (need > count) {
-        fprintf(stderr,
-                "%s: no usable GPU for this rank: %d ranks on this machine need as many GPUs, %d visible "
-                "(tools/launch --simulate-nodes runs them on one GPU, each a node of its own)\n",
-                d->name, need, count);
+        stderr_line("%s: no usable GPU for this rank: %d ranks on this machine need as many GPUs, %d visible "
+                    "(tools/launch --simulate-nodes runs them on one GPU, each a node of its own)",
+                    d->name, need, count);
         exit(EXIT_NO_GPU);
     }
     CUDA_CHECK(cudaSetDevice(d->local_rank));

@@ -40,22 +40,25 @@ static void note_path(const dist_env *d, int rank, char *out, size_t size)
     snprintf(out, size, "%s/failed.%s.rank%d", d->folder, d->run, rank);
 }
 
-void dist_write_note(const dist_env *d, const char *message)
+double dist_write_note(const dist_env *d, const char *message)
 {
-    if (!d->folder[0] || d->world == 1) return;
+    double now = wall_clock_s();
+    if (!d->folder[0] || d->world == 1) return now;
     char path[1200], text[800];
     note_path(d, d->rank, path, sizeof path);
-    snprintf(text, sizeof text, "%s %.3f %s\n", d->fingerprint[0] ? d->fingerprint : "-", wall_clock_s(), message);
+    snprintf(text, sizeof text, "%s %.3f %s\n", d->fingerprint[0] ? d->fingerprint : "-", now, message);
     dist_write_whole(path, text);  // when it cannot be written, the others stop at their time limit
+    return now;
 }
 
-// 1 when the note's text belongs to this run; its message into `message`.
-static int note_is_ours(const dist_env *d, const char *text, char *message, size_t size)
+// 1 when the note's text belongs to this run; its message into `message`, its date into *written.
+static int note_is_ours(const dist_env *d, const char *text, char *message, size_t size, double *written_out)
 {
     char fp[32];
     double written = 0;
     int at = 0;
     if (sscanf(text, "%31s %lf %n", fp, &written, &at) != 2) return 0;
+    *written_out = written;
     snprintf(message, size, "%s", text + at);
     message[strcspn(message, "\n")] = '\0';
     // a fingerprint is the run's own once its id is shared: this rank has read it before any
@@ -66,6 +69,12 @@ static int note_is_ours(const dist_env *d, const char *text, char *message, size
 
 int dist_failed_rank(const dist_env *d, char *message, size_t size)
 {
+    double written;
+    return dist_failed_rank_at(d, message, size, &written);
+}
+
+int dist_failed_rank_at(const dist_env *d, char *message, size_t size, double *written)
+{
     if (!d->folder[0]) return -1;
     for (int r = 0; r < d->world; r++) {
         char path[1200], text[800];
@@ -75,7 +84,7 @@ int dist_failed_rank(const dist_env *d, char *message, size_t size)
         if (!f) continue;
         int got = fgets(text, sizeof text, f) != NULL;
         fclose(f);
-        if (got && note_is_ours(d, text, message, size)) return r;
+        if (got && note_is_ours(d, text, message, size, written)) return r;
     }
     return -1;
 }

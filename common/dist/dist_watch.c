@@ -22,7 +22,8 @@
 #include "common/gpu/kernels.h"  // launch_spin
 #include "common/base/timing.h"  // host_now_ms, host_now_ns, host_sleep_ms
 
-#define NOTE_EVERY_MS 50         // how often a polled wait looks for the others' failure notes
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 #define HANG_NS 3600000000000LL  // dist_hang's kernel: an hour
 
 // ----------------------------------------------------------------------------
@@ -55,7 +56,7 @@ void dist_unwatch(dist_env *d, ncclComm_t comm)
 dist_waiting dist_waiting_start(const char *what)
 {
     double now = host_now_ms();
-    dist_waiting w = {now, now + NOTE_EVERY_MS, what, 1};
+    dist_waiting w = {now, now + DIST_NOTE_EVERY_MS, what, 1};
     return w;
 }
 
@@ -68,7 +69,7 @@ int dist_waiting_over(dist_env *d, dist_waiting *w, char *why, size_t size)
             snprintf(why, size, "noticed while %s", w->what);
             return 1;
         }
-        w->next_note_ms = now + NOTE_EVERY_MS;
+        w->next_note_ms = now + DIST_NOTE_EVERY_MS;
     }
     if (!w->timed || now - w->since_ms <= d->timeout_s * 1e3) return 0;
     // the note says so, and the others (the one that hangs too) quote it when they stop
@@ -139,13 +140,12 @@ cudaError_t dist_polled_wait(void *d, cudaEvent_t event) { return dist_event_wai
 
 void dist_hang(dist_env *d, cudaStream_t stream, const char *fmt, ...)
 {
+    char message[512];
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", d->name);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n");
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    fflush(stderr);
+    stderr_line("%s: %s", d->name, message);
     cudaEvent_t never;
     CUDA_CHECK(cudaEventCreateWithFlags(&never, cudaEventDisableTiming));
     launch_spin(1, 32, HANG_NS, stream);

@@ -12,13 +12,11 @@
 #include "common/dist/dist_parts.h"
 #include "common/base/timing.h"  // host_now_ns, host_sleep_ms
 
-#define WATCHDOG_EVERY_MS 20  // how often the watchdog looks at the call in progress
-#define ABORT_LIMIT_S 5.0     // aborting every communicator may take this long; then the process ends
-
 static void watchdog_end(dist_env *d, const char *message)
 {
     if (!dist_claim_stop(d)) return;
     dist_say_stop(d, message);
+    dist_say_timeline(d, "none: the watchdog ended the process, its main thread inside NCCL");
     _exit(EXIT_FAILURE);  // the main thread is inside NCCL: end the process around it
 }
 
@@ -26,12 +24,15 @@ static void *watchdog_main(void *arg)
 {
     dist_env *d = (dist_env *)arg;
     while (!__atomic_load_n(&d->finished, __ATOMIC_ACQUIRE)) {
-        host_sleep_ms(WATCHDOG_EVERY_MS);
+        host_sleep_ms(DIST_WATCHDOG_EVERY_MS);
         const char *what = __atomic_load_n(&d->inside, __ATOMIC_ACQUIRE);
         if (!what) continue;
         double in = (host_now_ns() - __atomic_load_n(&d->inside_since_ns, __ATOMIC_ACQUIRE)) / 1e9;
         if (__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
-            if (in > ABORT_LIMIT_S) _exit(EXIT_FAILURE);  // the abort itself blocks: its message is out
+            if (in > DIST_STOP_LIMIT_S) {  // the abort or the exit blocks: its message is out
+                dist_say_timeline(d, "not over after the stop's limit: the watchdog ended the process");
+                _exit(EXIT_FAILURE);
+            }
             continue;
         }
         char note[256], message[300], inside[256];

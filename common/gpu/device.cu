@@ -10,12 +10,14 @@
 #include "common/base/check.h"
 #include "common/base/gpus.h"  // defines: gpu_count (the count, or the reason there is none)
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 // An empty kernel: launching it proves that this build has code for the GPU.
 __global__ void probe_build_kernel(void) {}
 
 static void no_gpu(const char *prog, const char *why, cudaError_t err)
 {
-    fprintf(stderr, "%s: no usable GPU: %s (%s)\n", prog, why, cudaGetErrorString(err));
+    stderr_line("%s: no usable GPU: %s (%s)", prog, why, cudaGetErrorString(err));
     exit(EXIT_NO_GPU);
 }
 
@@ -23,7 +25,7 @@ void gpu_open(const char *prog, device_info *info)
 {
     char why[256];
     if (gpu_count(why, sizeof why) == 0) {
-        fprintf(stderr, "%s: no usable GPU: %s\n", prog, why);
+        stderr_line("%s: no usable GPU: %s", prog, why);
         exit(EXIT_NO_GPU);
     }
     // the device the program chose with cudaSetDevice before this call (lesson 12: its

@@ -7,6 +7,8 @@
 
 #include "common/base/check.h"
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 typedef struct {
     void *p;
     size_t bytes;
@@ -23,7 +25,7 @@ static void remember(void *p, size_t bytes, int pinned)
         capacity = capacity ? 2 * capacity : 256;
         block *grown = (block *)realloc(blocks, sizeof(block) * (size_t)capacity);
         if (!grown) {
-            fprintf(stderr, "out of host memory: the table of allocations\n");
+            stderr_line("out of host memory: the table of allocations");
             exit(EXIT_FAILURE);
         }
         blocks = grown;

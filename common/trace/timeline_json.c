@@ -8,6 +8,8 @@
 
 #include "common/base/json.h"  // json_write_string
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 static const char *const TRACK_KINDS[] = {"stream", "main", "thread"};
 
 static const char *category(const tl_event *e)
@@ -36,7 +38,7 @@ void tl_write_json(const timeline *t, FILE *out)
     // are sorted again after the shift: the file stays in order of start, as tracestat --check wants.
     tl_event *events = malloc(sizeof(tl_event) * (size_t)(t->nevents > 0 ? t->nevents : 1));
     if (!events || !last_end) {
-        fprintf(stderr, "tl_write_json: out of memory for %d events\n", t->nevents);
+        stderr_line("tl_write_json: out of memory for %d events", t->nevents);
         exit(EXIT_FAILURE);
     }
     if (t->nevents > 0) memcpy(events, t->events, sizeof(tl_event) * (size_t)t->nevents);

@@ -25,6 +25,8 @@
 #include "common/trace/timeline.h"
 #include "common/trace/trace_internal.h"  // trace_record_event, trace_drop_syncs, trace_report
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 #define CUPTI_CHECK(expr)                                                                 \
     do {                                                                                  \
         CUptiResult check_res_ = (expr);                                                  \
@@ -293,7 +295,7 @@ void trace_finish(FILE *out)
     tl_sort(&g.tl);
     if (g.json) {
         tl_write_json(&g.tl, g.json);
-        if (fclose(g.json) != 0) fprintf(stderr, "trace: writing %s failed\n", g.json_path);
+        if (fclose(g.json) != 0) stderr_line("trace: writing %s failed", g.json_path);
         g.json = NULL;
     }
     trace_report(out, &g.tl, g.json_path, g.timeline, g.windows, g.nwindows);

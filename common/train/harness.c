@@ -12,6 +12,8 @@
 #include "common/gpu/memory.h"   // host_alloc, host_calloc, blocks_in_use
 #include "common/base/timing.h"  // host_now_ms, process_cpu_ms, stats_of, event_ms
 
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
 #define MAX_SLOTS (2 * HARNESS_MAX_VARIANTS)  // every variant, traced and (--trace-overhead) not
 
 // ----------------------------------------------------------------------------
@@ -139,7 +141,7 @@ static int timed_runs(trainer *t, variant_result *r, int nr, const reference *re
             int rc = run_once(t, r[k].v, k == 0 ? "run" : r[k].name, &sample);
             trace_resume();
             if (rc != 0) {
-                fprintf(stderr, "%s: %s\n", t->prog, t->error[0] ? t->error : "the loop failed");
+                stderr_line("%s: %s", t->prog, t->error[0] ? t->error : "the loop failed");
                 return 0;
             }
             harness_check_run(t, ref, r[k].name, round, vd);
@@ -167,7 +169,7 @@ static void own_reference_run(trainer *t, reference *ref, const train_variant *o
             rc = -1;
         }
     if (rc != 0) {
-        fprintf(stderr, "%s: the reference run failed: %s\n", t->prog, t->error[0] ? t->error : "its loop failed");
+        stderr_line("%s: the reference run failed: %s", t->prog, t->error[0] ? t->error : "its loop failed");
         exit(EXIT_FAILURE);
     }
     memcpy(ref->losses, t->run.losses, sizeof(double) * (size_t)n);
@@ -183,7 +185,7 @@ int harness_run(trainer *t, const train_variant *variants, int nvariants)
 int harness_run_with(trainer *t, const train_variant *variants, int nvariants, harness_extras *x)
 {
     if (nvariants < 1 || nvariants > HARNESS_MAX_VARIANTS) {
-        fprintf(stderr, "%s: harness_run takes 1 to %d variants, not %d\n", t->prog, HARNESS_MAX_VARIANTS, nvariants);
+        stderr_line("%s: harness_run takes 1 to %d variants, not %d", t->prog, HARNESS_MAX_VARIANTS, nvariants);
         exit(EXIT_FAILURE);
     }
     harness_print_header(t);

@@ -10,7 +10,9 @@
 
 #include "common/gpu/memory.h"  // host_alloc, device_bytes_peak, pinned_bytes_peak
 
-FILE *harness_human(const trainer *t) { return t->human ? t->human : t->opt.json ? stderr : stdout; }
+#include "common/base/stderr_line.h"  // stderr_line: a message, one write
+
+FILE *harness_human(const trainer *t) { return t->human ? t->human : t->opt.json ? stderr_by_lines() : stdout; }
 
 // "t.json" becomes "t.rank1.json", any other name gains ".rank1", with several ranks.
 static void rank_path(int rank, int world, const char *path, char *out, size_t size)
@@ -31,12 +33,13 @@ rank_outputs harness_rank_outputs(const char *name, int rank, int world, const t
     r.json = o->json && rank == 0;  // rank 0 writes the JSON, with every rank's figures in it
     if (o->trace_path) rank_path(rank, world, o->trace_path, r.trace_path, sizeof r.trace_path);
     if (rank == 0) {
-        r.report = r.human = o->json ? stderr : stdout;  // rank 0 reports for every rank
+        // rank 0 reports for every rank; on stderr a line at a time, another rank's line never inside
+        r.report = r.human = o->json ? stderr_by_lines() : stdout;
         return r;
     }
     r.human = fopen("/dev/null", "w");
     if (!r.human) {
-        fprintf(stderr, "%s: cannot open /dev/null\n", name);
+        stderr_line("%s: cannot open /dev/null", name);
         exit(EXIT_FAILURE);
     }
     return r;

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.cu, made by `make lessons` (checksum 2477375331)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.cu, made by `make lessons` (checksum 759559220)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // ddp.cu: lesson 12's data-parallel step (ddp.h): the state, the shard, the backward pass and the
 // step, the losses averaged at the end. The lesson's exercises are its hooks; the plan and the
@@ -14,12 +14,14 @@
 #include "common/base/timing.h"  // defines: host_now_ms
 #include "common/trace/trace.h"  // defines: trace_begin, trace_end, trace_name_stream
 
+#include "common/base/stderr_line.h"  // defines: stderr_line
+
 // The plan, checked: every other part of the step trusts it.
 static void check_plan(const trainer *t, const data_parallel *dp)
 {
     char why[256];
     if (ddp_plan_is_sound(&t->model.shape, &dp->plan, why, sizeof why)) return;
-    fprintf(stderr, "%s: the bucket plan is wrong: %s\n", dp->dist->name, why);
+    stderr_line("%s: the bucket plan is wrong: %s", dp->dist->name, why);
     exit(EXIT_FAILURE);
 }
 

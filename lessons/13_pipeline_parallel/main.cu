@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 2790106911)
+// STUDENT VERSION of solutions/13_pipeline_parallel/main.cu, made by `make lessons` (checksum 3125542502)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // 13_pipeline_parallel: the MLP's layers cut into stages, one GPU each, and every batch
 // cut into micro-batches that flow through the stages: GPipe and 1F1B.
@@ -143,8 +143,8 @@ static int show_schedule(const train_options *o, schedule_kind kind, int stages,
         schedule_text(ops, n, text, size);
         printf("stage %d: %s\n", r, text);
         if (!schedule_is_sound(&st, ops, n, why, sizeof why)) {
-            fprintf(stderr, "%s: stage %d: the %s schedule is wrong: %s%s\n", PROG, r, SCHEDULE_NAMES[kind], why,
-                    kind == SCHEDULE_1F1B ? " (exercise 13-one-f-one-b)" : "");
+            stderr_line("%s: stage %d: the %s schedule is wrong: %s%s", PROG, r, SCHEDULE_NAMES[kind], why,
+                        kind == SCHEDULE_1F1B ? " (exercise 13-one-f-one-b)" : "");
             ok = 0;
         }
     }

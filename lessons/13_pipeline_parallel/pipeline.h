@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 1159601150)
+// STUDENT VERSION of solutions/13_pipeline_parallel/pipeline.h, made by `make lessons` (checksum 2267373377)
 // No exercise in this file, read it as it stands; the TODOs are in stages.cu, train.cu.
 // pipeline.h: lesson 13's types, and what its files call in one another (the overview is
 // in main.cu). stages.cu: the stages, the schedules, the activation slots; links.cu: the
@@ -31,6 +31,8 @@
                                    //          trainer_init, trainer_take_loss, test_delay, event_pending, HOST_SYNC,
                                    //          SLOT_WAIT, mlp_forward_layer, mlp_loss, mlp_backward_layer, mlp_update,
                                    //          dataset_prepare_shard, fnv1a, FNV1A_START, MLP_MAX_LAYERS, mlp_shape_init
+
+#include "common/base/stderr_line.h"  // defines: stderr_line
 
 #define HOST_SLOTS 2  // pinned batches, each cut into M micro-batch regions (lesson 08's two slots)
 // batch i's step event and partial losses live in slot i % 3: the host waits for batch i-2 at

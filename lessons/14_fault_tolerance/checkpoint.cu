@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 2386080517)
+// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 3227158024)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 14): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -51,9 +51,8 @@ static void strike_half_way(fault_tolerance *ft, long batch)
         return;
     }
     if (fault_now(ft, FAULT_KILL_WRITING, batch)) writer_mid_file(ft);  // never returns
-    fprintf(stderr, "%s: killed half way through its checkpoint of batch %ld as asked (--fault torn)\n", ft->dist->name,
-            batch);
-    fflush(stderr);
+    stderr_line("%s: killed half way through its checkpoint of batch %ld as asked (--fault torn)", ft->dist->name,
+                batch);
     raise(SIGKILL);
 }
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 2212225199)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 1975795885)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -39,6 +39,8 @@
                                      //          event_pending, HOST_SYNC, HOST_WAIT, SLOT_WAIT, mlp_shape_init, fnv1a,
                                      //          FNV1A_START, trace_begin, trace_end, trace_name_stream,
                                      //          trace_name_thread, train_option_specs, train_options_default
+
+#include "common/base/stderr_line.h"  // defines: stderr_line
 
 // lesson 12's library (its solution, linked: the Makefile's STANDS_ON): its step (ddp.h: DDP_MAX_BUCKETS,
 // ddp_average_losses, ddp_checksums_agree, ddp_checksums_of, ddp_prepare_shard, ddp_setup, ddp_step,

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/recorder.cu, made by `make lessons` (checksum 3722410558)
+// STUDENT VERSION of solutions/14_fault_tolerance/recorder.cu, made by `make lessons` (checksum 1570053898)
 // Fill in its 2 TODOs.
 // recorder.cu (lesson 14): the flight recorder. Every communication call of the rank goes into a
 // ring of its last --ring-slots calls (default RING_SLOTS), with an event recorded behind it on its stream (exercise
@@ -113,7 +113,7 @@ void recorder_write(flight_recorder *r, const char *why)
         // r->done[slot]: cudaSuccess 1, cudaErrorNotReady 0, any other answer (a broken context)
         // -1; it never waits, so it is safe while the rank stops
     }
-    if (flight_write(r->path, &out) != 0) fprintf(stderr, "%s: cannot write %s\n", r->dist->name, r->path);
+    if (flight_write(r->path, &out) != 0) stderr_line("%s: cannot write %s", r->dist->name, r->path);
     free(out.entries);
 }
 

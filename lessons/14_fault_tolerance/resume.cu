@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 672929608)
+// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 1336213516)
 // Fill in its 1 TODO.
 // resume.cu (lesson 14): where a run starts. Before the GPU is touched, each rank lists the newest
 // complete checkpoints under --checkpoint-dir (a torn or corrupt one is said and passed over for
@@ -17,8 +17,7 @@
 static void say_skipped(void *ctx, long long batch, const char *why)
 {
     const fault_tolerance *ft = (const fault_tolerance *)ctx;
-    if (ft->dist->rank == 0)
-        fprintf(stderr, "%s: checkpoint of batch %lld passed over: %s\n", ft->dist->name, batch, why);
+    if (ft->dist->rank == 0) stderr_line("%s: checkpoint of batch %lld passed over: %s", ft->dist->name, batch, why);
 }
 
 void find_checkpoints(fault_tolerance *ft, int batches)
@@ -94,10 +93,9 @@ long long agree_on_checkpoint(fault_tolerance *ft)
                   "holds: %s): every rank must see the same folder, whole",
                   c->root, newest);
     if (agreed >= 0 && !alike && d->rank == 0)
-        fprintf(stderr,
-                "%s: every rank resumes from the checkpoint of batch %lld, the newest they all hold complete "
-                "(the newest each holds: %s)\n",
-                d->name, agreed, newest);
+        stderr_line("%s: every rank resumes from the checkpoint of batch %lld, the newest they all hold complete "
+                    "(the newest each holds: %s)",
+                    d->name, agreed, newest);
     return agreed;
 }
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 3505771159)
+// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 1892327434)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // train.cu (lesson 14): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson
 // 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
@@ -43,9 +43,8 @@ static void issue_recorded(trainer *t, data_parallel *dp, long i, int b)
     issue_bucket(t, dp, i, b);  // lesson 12's
     recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, i, b, dp->plan.floats[b], sizeof(float), -1, dp->comm_stream, "comm");
     if (kill || writing) {
-        fprintf(stderr, "%s: killed inside all-reduce #%lld at batch %ld as asked (--fault %s)\n", ft->dist->name,
-                ft->rec.collectives - 1, i, kill ? "kill" : "kill-writing, its writer half way through its file");
-        fflush(stderr);
+        stderr_line("%s: killed inside all-reduce #%lld at batch %ld as asked (--fault %s)", ft->dist->name,
+                    ft->rec.collectives - 1, i, kill ? "kill" : "kill-writing, its writer half way through its file");
         raise(SIGKILL);
     }
 }

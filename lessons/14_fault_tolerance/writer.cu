@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/writer.cu, made by `make lessons` (checksum 3266203603)
+// STUDENT VERSION of solutions/14_fault_tolerance/writer.cu, made by `make lessons` (checksum 1064761603)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // writer.cu (lesson 14): the checkpoint writer thread of the snapshot (snapshot.cu). It waits for
 // the snapshot's copy (polled on its own thread), writes the losses the copy brought into the image,
@@ -219,11 +219,9 @@ void *writer_main(void *arg)
 void writer_mid_file(fault_tolerance *ft)
 {
     checkpoint_writer *w = &ft->ckpt.writer;
-    fprintf(stderr,
-            "%s: its checkpoint writer stops half way through the checkpoint of batch %ld as asked "
-            "(--fault kill-writing)\n",
-            ft->dist->name, (long)ft->fault.at_batch);
-    fflush(stderr);
+    stderr_line("%s: its checkpoint writer stops half way through the checkpoint of batch %ld as asked "
+                "(--fault kill-writing)",
+                ft->dist->name, (long)ft->fault.at_batch);
     pthread_mutex_lock(&w->lock);
     w->mid_file = 1;
     pthread_mutex_unlock(&w->lock);

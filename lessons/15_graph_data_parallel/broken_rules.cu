@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/broken_rules.cu, made by `make lessons` (checksum 1770531163)
+// STUDENT VERSION of solutions/15_graph_data_parallel/broken_rules.cu, made by `make lessons` (checksum 622364371)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // broken_rules.cu (lesson 15): the rules of capturing NCCL, each broken on purpose (--break-rule),
 // with what CUDA or NCCL answers. Each ends the program with exit code 1 and says what happened.
@@ -27,12 +27,11 @@ static int show_host_wait(trainer *t, data_parallel *dp)
     cudaError_t ended = cudaStreamEndCapture(s, &graph);
     if (graph) CUDA_CHECK(cudaGraphDestroy(graph));
     if (dp->dist->rank == 0)
-        fprintf(stderr,
-                "%s: --break-rule host-wait: cudaEventQuery inside the capture returned %s (%s); "
-                "cudaStreamEndCapture then returned %s and %s: a capture records work without running it, so "
-                "there is nothing to wait for yet\n",
-                t->prog, cudaGetErrorName(waited), cudaGetErrorString(waited), cudaGetErrorName(ended),
-                graph ? "a graph" : "no graph");
+        stderr_line("%s: --break-rule host-wait: cudaEventQuery inside the capture returned %s (%s); "
+                    "cudaStreamEndCapture then returned %s and %s: a capture records work without running it, so "
+                    "there is nothing to wait for yet",
+                    t->prog, cudaGetErrorName(waited), cudaGetErrorString(waited), cudaGetErrorName(ended),
+                    graph ? "a graph" : "no graph");
     if (t->opt.json) {
         json_str(&t->js, "broken_rule", "host-wait");
         json_str(&t->js, "capture_error", cudaGetErrorName(waited));
@@ -85,10 +84,9 @@ static int show_one_rank(trainer *t, data_parallel *dp)
         NCCL_CHECK(d, ncclAllReduce(dp->d_sum, dp->d_sum, 1, ncclFloat, ncclSum, dp->grads, s));
         CUDA_CHECK(cudaStreamEndCapture(s, &graph));
         CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-        fprintf(stderr,
-                "%s: --break-rule one-rank: rank 0 launches a graph holding an all-reduce that no other rank "
-                "captured; its NCCL kernel waits for them, until --timeout-s (%g s) stops every rank\n",
-                t->prog, d->timeout_s);
+        stderr_line("%s: --break-rule one-rank: rank 0 launches a graph holding an all-reduce that no other rank "
+                    "captured; its NCCL kernel waits for them, until --timeout-s (%g s) stops every rank",
+                    t->prog, d->timeout_s);
         CUDA_CHECK(cudaGraphLaunch(exec, s));
     } else {
         // these ranks captured nothing and went on to the next collective, of the parent communicator
@@ -96,7 +94,7 @@ static int show_one_rank(trainer *t, data_parallel *dp)
     }
     CUDA_CHECK(cudaEventRecord(dp->stepped[0], s));
     CUDA_CHECK(wait_polled(d, dp->stepped[0]));  // stop.cu: ends at --timeout-s, or at rank 0's note
-    fprintf(stderr, "%s: --break-rule one-rank: the graph's all-reduce completed, which it must not\n", t->prog);
+    stderr_line("%s: --break-rule one-rank: the graph's all-reduce completed, which it must not", t->prog);
     if (exec) CUDA_CHECK(cudaGraphExecDestroy(exec));
     if (graph) CUDA_CHECK(cudaGraphDestroy(graph));
     return 1;

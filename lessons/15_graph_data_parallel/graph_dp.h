@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 570797030)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graph_dp.h, made by `make lessons` (checksum 4159424289)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // graph_dp.h: lesson 15's types, and what its files call in one another (the overview
 // is in main.cu). graphs.cu: the warm-up, and the exercises (the capture around the all-reduces,
@@ -23,6 +23,8 @@
 #include "common/trace/trace.h"    // defines: trace_begin, trace_end
 #include "common/train/trainer.h"  // defines: trainer_init, train_options_default, train_option_specs, trainer_forward,
                                    //          trainer_loss_slot, mlp_model_use_workspace
+
+#include "common/base/stderr_line.h"  // defines: stderr_line
 // lesson 12's library: its types and functions (options.cu, meet.cu, stop.cu, buckets.cu, train.cu,
 // report.cu), its step (ddp.h: ddp_teardown, ddp_step, ddp_average_losses, ddp_plan_text) and
 // lesson 08's loss ring (loss_ring_interval)

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graphs.cu, made by `make lessons` (checksum 43419315)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graphs.cu, made by `make lessons` (checksum 2548839087)
 // Fill in its 3 TODOs.
 // graphs.cu (lesson 15): lesson 12's data-parallel step, its all-reduces included, captured once
 // per ring position into a CUDA graph and replayed with one launch per batch. The exercises: the
@@ -123,7 +123,7 @@ void capture_graphs(graph_dp *g, trainer *t)
     for (int k = 0; k < GRAPH_RING; k++) {
         capture_graph(g, t, k);
         if (!g->graph[k] || !g->exec[k]) {  // say so now, rather than fail at the first launch
-            fprintf(stderr, "%s: capture_graph left graph %d (or its executable form) empty\n", t->prog, k);
+            stderr_line("%s: capture_graph left graph %d (or its executable form) empty", t->prog, k);
             exit(EXIT_FAILURE);
         }
         if (g->upload) CUDA_CHECK(cudaGraphUpload(g->exec[k], t->compute_stream));  // else the first launch pays

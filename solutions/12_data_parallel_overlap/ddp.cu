@@ -12,12 +12,14 @@
 #include "common/base/timing.h"  // defines: host_now_ms
 #include "common/trace/trace.h"  // defines: trace_begin, trace_end, trace_name_stream
 
+#include "common/base/stderr_line.h"  // defines: stderr_line
+
 // The plan, checked: every other part of the step trusts it.
 static void check_plan(const trainer *t, const data_parallel *dp)
 {
     char why[256];
     if (ddp_plan_is_sound(&t->model.shape, &dp->plan, why, sizeof why)) return;
-    fprintf(stderr, "%s: the bucket plan is wrong: %s\n", dp->dist->name, why);
+    stderr_line("%s: the bucket plan is wrong: %s", dp->dist->name, why);
     exit(EXIT_FAILURE);
 }
 

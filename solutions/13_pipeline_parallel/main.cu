@@ -141,8 +141,8 @@ static int show_schedule(const train_options *o, schedule_kind kind, int stages,
         schedule_text(ops, n, text, size);
         printf("stage %d: %s\n", r, text);
         if (!schedule_is_sound(&st, ops, n, why, sizeof why)) {
-            fprintf(stderr, "%s: stage %d: the %s schedule is wrong: %s%s\n", PROG, r, SCHEDULE_NAMES[kind], why,
-                    kind == SCHEDULE_1F1B ? " (exercise 13-one-f-one-b)" : "");
+            stderr_line("%s: stage %d: the %s schedule is wrong: %s%s", PROG, r, SCHEDULE_NAMES[kind], why,
+                        kind == SCHEDULE_1F1B ? " (exercise 13-one-f-one-b)" : "");
             ok = 0;
         }
     }

@@ -30,6 +30,8 @@
                                    //          SLOT_WAIT, mlp_forward_layer, mlp_loss, mlp_backward_layer, mlp_update,
                                    //          dataset_prepare_shard, fnv1a, FNV1A_START, MLP_MAX_LAYERS, mlp_shape_init
 
+#include "common/base/stderr_line.h"  // defines: stderr_line
+
 #define HOST_SLOTS 2  // pinned batches, each cut into M micro-batch regions (lesson 08's two slots)
 // batch i's step event and partial losses live in slot i % 3: the host waits for batch i-2 at
 // the top of batch i, so three batches are in flight at most

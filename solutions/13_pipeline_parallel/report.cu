@@ -256,7 +256,8 @@ int stages_agree(trainer *t, pipeline *pp, schedule_run *runs[2], const part_tim
         mine.act_sent[sched->kind] = (uint64_t)sched->act_sent;
         mine.error_sent[sched->kind] = (uint64_t)sched->error_sent;
         mine.p2p_pairs[sched->kind] = (uint64_t)sched->pairs;
-        if (!sched->crossings_ok) fprintf(out ? out : stderr, "%s: crossings: %s\n", d->name, sched->crossing_problem);
+        if (!sched->crossings_ok && out) fprintf(out, "%s: crossings: %s\n", d->name, sched->crossing_problem);
+        if (!sched->crossings_ok && !out) stderr_line("%s: crossings: %s", d->name, sched->crossing_problem);
     }
     mine.slot_bytes = sizeof(float) * st->slot_floats;
     mine.forward_ms = parts->forward_ms;

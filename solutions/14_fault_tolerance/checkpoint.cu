@@ -49,9 +49,8 @@ static void strike_half_way(fault_tolerance *ft, long batch)
         return;
     }
     if (fault_now(ft, FAULT_KILL_WRITING, batch)) writer_mid_file(ft);  // never returns
-    fprintf(stderr, "%s: killed half way through its checkpoint of batch %ld as asked (--fault torn)\n", ft->dist->name,
-            batch);
-    fflush(stderr);
+    stderr_line("%s: killed half way through its checkpoint of batch %ld as asked (--fault torn)", ft->dist->name,
+                batch);
     raise(SIGKILL);
 }
 

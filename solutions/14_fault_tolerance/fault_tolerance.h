@@ -38,6 +38,8 @@
                                      //          FNV1A_START, trace_begin, trace_end, trace_name_stream,
                                      //          trace_name_thread, train_option_specs, train_options_default
 
+#include "common/base/stderr_line.h"  // defines: stderr_line
+
 // lesson 12's library (its solution, linked: the Makefile's STANDS_ON): its step (ddp.h: DDP_MAX_BUCKETS,
 // ddp_average_losses, ddp_checksums_agree, ddp_checksums_of, ddp_prepare_shard, ddp_setup, ddp_step,
 // ddp_teardown), lesson 08's loss ring (loss_ring_queue, loss_ring_interval), and its exercises: the

@@ -132,7 +132,7 @@ void recorder_write(flight_recorder *r, const char *why)
         e->fired = state == cudaSuccess ? 1 : state == cudaErrorNotReady ? 0 : -1;
         // END SOLUTION
     }
-    if (flight_write(r->path, &out) != 0) fprintf(stderr, "%s: cannot write %s\n", r->dist->name, r->path);
+    if (flight_write(r->path, &out) != 0) stderr_line("%s: cannot write %s", r->dist->name, r->path);
     free(out.entries);
 }
 

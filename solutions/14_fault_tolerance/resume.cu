@@ -15,8 +15,7 @@
 static void say_skipped(void *ctx, long long batch, const char *why)
 {
     const fault_tolerance *ft = (const fault_tolerance *)ctx;
-    if (ft->dist->rank == 0)
-        fprintf(stderr, "%s: checkpoint of batch %lld passed over: %s\n", ft->dist->name, batch, why);
+    if (ft->dist->rank == 0) stderr_line("%s: checkpoint of batch %lld passed over: %s", ft->dist->name, batch, why);
 }
 
 void find_checkpoints(fault_tolerance *ft, int batches)
@@ -92,10 +91,9 @@ long long agree_on_checkpoint(fault_tolerance *ft)
                   "holds: %s): every rank must see the same folder, whole",
                   c->root, newest);
     if (agreed >= 0 && !alike && d->rank == 0)
-        fprintf(stderr,
-                "%s: every rank resumes from the checkpoint of batch %lld, the newest they all hold complete "
-                "(the newest each holds: %s)\n",
-                d->name, agreed, newest);
+        stderr_line("%s: every rank resumes from the checkpoint of batch %lld, the newest they all hold complete "
+                    "(the newest each holds: %s)",
+                    d->name, agreed, newest);
     return agreed;
 }
 

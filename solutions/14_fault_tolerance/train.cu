@@ -41,9 +41,8 @@ static void issue_recorded(trainer *t, data_parallel *dp, long i, int b)
     issue_bucket(t, dp, i, b);  // lesson 12's
     recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, i, b, dp->plan.floats[b], sizeof(float), -1, dp->comm_stream, "comm");
     if (kill || writing) {
-        fprintf(stderr, "%s: killed inside all-reduce #%lld at batch %ld as asked (--fault %s)\n", ft->dist->name,
-                ft->rec.collectives - 1, i, kill ? "kill" : "kill-writing, its writer half way through its file");
-        fflush(stderr);
+        stderr_line("%s: killed inside all-reduce #%lld at batch %ld as asked (--fault %s)", ft->dist->name,
+                    ft->rec.collectives - 1, i, kill ? "kill" : "kill-writing, its writer half way through its file");
         raise(SIGKILL);
     }
 }

@@ -217,11 +217,9 @@ void *writer_main(void *arg)
 void writer_mid_file(fault_tolerance *ft)
 {
     checkpoint_writer *w = &ft->ckpt.writer;
-    fprintf(stderr,
-            "%s: its checkpoint writer stops half way through the checkpoint of batch %ld as asked "
-            "(--fault kill-writing)\n",
-            ft->dist->name, (long)ft->fault.at_batch);
-    fflush(stderr);
+    stderr_line("%s: its checkpoint writer stops half way through the checkpoint of batch %ld as asked "
+                "(--fault kill-writing)",
+                ft->dist->name, (long)ft->fault.at_batch);
     pthread_mutex_lock(&w->lock);
     w->mid_file = 1;
     pthread_mutex_unlock(&w->lock);

@@ -21,6 +21,8 @@
 #include "common/trace/trace.h"    // defines: trace_begin, trace_end
 #include "common/train/trainer.h"  // defines: trainer_init, train_options_default, train_option_specs, trainer_forward,
                                    //          trainer_loss_slot, mlp_model_use_workspace
+
+#include "common/base/stderr_line.h"  // defines: stderr_line
 // lesson 12's library: its types and functions (options.cu, meet.cu, stop.cu, buckets.cu, train.cu,
 // report.cu), its step (ddp.h: ddp_teardown, ddp_step, ddp_average_losses, ddp_plan_text) and
 // lesson 08's loss ring (loss_ring_interval)

@@ -129,7 +129,7 @@ void capture_graphs(graph_dp *g, trainer *t)
     for (int k = 0; k < GRAPH_RING; k++) {
         capture_graph(g, t, k);
         if (!g->graph[k] || !g->exec[k]) {  // say so now, rather than fail at the first launch
-            fprintf(stderr, "%s: capture_graph left graph %d (or its executable form) empty\n", t->prog, k);
+            stderr_line("%s: capture_graph left graph %d (or its executable form) empty", t->prog, k);
             exit(EXIT_FAILURE);
         }
         if (g->upload) CUDA_CHECK(cudaGraphUpload(g->exec[k], t->compute_stream));  // else the first launch pays
