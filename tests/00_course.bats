@@ -710,6 +710,7 @@ $BATS_TEST_TMPDIR/doc/page.md: notes/none.md#a"
 # shell of its own: "HAVE_GPU|GPUS|GPU_WHY"
 detect_with() {
     (
+        set -e  # as in a file's setup_file, where detect_gpu runs: a failed start must not end it
         unset HAVE_GPU GPU_WHY GPUS
         TOOLS=$1 REF_BIN=$2
         detect_gpu

@@ -967,6 +967,13 @@ fake_gpu_build() {
     for id in 12-allreduce 12-ready; do  # two mutants "built" (the others did not build: said in the verdict)
         mkdir -p "$b/mutants/$id" && ln -s "$REF_BIN/12_data_parallel_overlap" "$b/mutants/$id/12_data_parallel_overlap"
     done
+    # two handouts "built" (a tree with 12's checks and a binary of 12): their units run 12's checks there
+    for t in course-05-15.unsolved course-05-12.solved course-05-12.unsolved course-05-15.solved; do
+        h=$b/gpu-check-handouts/$t
+        mkdir -p "$h/tests" "$h/build/lessons"
+        cp "$ROOT/tests/12_data_parallel_overlap.bats" "$h/tests/"
+        ln -s "$REF_BIN/12_data_parallel_overlap" "$h/build/lessons/12_data_parallel_overlap"
+    done
     run --separate-stderr "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 12 --plan
     assert_success
     plan=$g/plan.tsv
@@ -986,13 +993,20 @@ fake_gpu_build() {
     assert_equal "$(awk -F'\t' '$1 ~ /^m\./ { split($1, a, "."); print a[2] }' "$plan" | sort -u | tr '\n' ' ')" "12-allreduce 12-ready "
     assert_equal "$(awk -F'\t' '$1 ~ /^m\./ && $5 !~ /; exit 0$/' "$plan" | wc -l)" 0
     grep -q "COURSE_BIN=$b/mutants/12-allreduce " "$plan" || fail "the mutant's units do not run the mutant"
-    # 12 graded as handed out in the widest handout holding it, with the solutions in in the narrowest
-    assert_equal "$(awk -F'\t' '$1 ~ /^h\./ { print $1 }' "$plan" | sort | tr '\n' ' ')" "h.05-12.solved.12 h.05-15.unsolved.12 "
+    # 12 graded as handed out in the widest handout holding it, with the solutions in in the narrowest:
+    # its checks (no sanitizer, none timed) in that handout, against its binary and its reference
+    handouts() { awk -F'\t' '$1 ~ /^h\./ { split($1, a, "."); print a[2] "." a[3] }' "$plan" | sort -u | tr '\n' ' '; }
+    assert_equal "$(handouts)" "05-12.solved 05-15.unsolved "
+    h=$b/gpu-check-handouts/course-05-12.solved
+    grep '^h\.05-12\.solved\.' "$plan" | grep -v "COURSE_BIN=$h/build/lessons COURSE_REF_BIN=$h/reference/solutions " &&
+        fail "a unit of the handout runs other programs"
+    grep '^h\.05-12\.solved\.' "$plan" | grep -vqF -- '--filter-tags \!sanitizer\,\!host-sanitizer\,\!timed ' &&
+        fail "a unit of the handout runs the sanitizers or the timed checks"
+    assert_equal "$(awk -F'\t' '$1 ~ /^h\.05-15\.unsolved\./ && $5 !~ /; exit 0$/' "$plan" | wc -l)" 0
     # ... or in every handout holding it, both ways
     run --separate-stderr env GPU_CHECK_HANDOUT_GRADES=every "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 12 --plan
     assert_success
-    assert_equal "$(awk -F'\t' '$1 ~ /^h\./ { print $1 }' "$plan" | sort | tr '\n' ' ')" \
-        "h.05-12.solved.12 h.05-12.unsolved.12 h.05-15.solved.12 h.05-15.unsolved.12 "
+    assert_equal "$(handouts)" "05-12.solved 05-12.unsolved 05-15.solved 05-15.unsolved "
     # one GPU: the mutants' checks of speed are left out (they need two), the suite's stay (they skip, saying why)
     fake_build "$b" 1
     run --separate-stderr "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 12 --plan
@@ -1003,6 +1017,34 @@ fake_gpu_build() {
     run --separate-stderr "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 99 --plan
     assert_equal "$status" 2
     [[ "$stderr" == "gpu-check: --lessons: the course has no lesson '99' (try --help)" ]] || fail "$stderr"
+}
+
+@test "tools: a handout's lesson graded from its checks' TAP with their times: scored as grade scores, a build failed named" {
+    # shellcheck source=tools/proof.bash
+    . "$ROOT/tools/proof.bash"
+    t=$BATS_TEST_TMPDIR/course-05-08.solved taps=$BATS_TEST_TMPDIR/taps g=$BATS_TEST_TMPDIR/grade
+    mkdir -p "$t/tests" "$t/build/lessons" "$taps"
+    printf '# bats test_tags=gpu,ex:06-copy-sync\n@test "06 a scored one" { true; }\n' >"$t/tests/06_per_batch_sync.bats"
+    printf '# bats test_tags=gpu,ex:06-step-sync\n@test "06 another" { true; }\n@test "06 health" { true; }\n' \
+        >>"$t/tests/06_per_batch_sync.bats"
+    printf '@test "07 x" { true; }\n' >"$t/tests/07_event_sync.bats"
+    printf '@test "08 y" { true; }\n' >"$t/tests/08_interval_sync.bats"
+    ln -s /bin/true "$t/build/lessons/06_per_batch_sync"
+    ln -s /bin/true "$t/build/lessons/08_interval_sync"
+    printf 'x.cu:3: error: expected a ";"\n' >"$t.build.log"
+    printf '1..3\nok 1 06 a scored one in 1234ms\nnot ok 2 06 another in 56 ms\nok 3 06 health in 7ms\n' >"$taps/06_per_batch_sync.tap"
+    touch "$taps/06_per_batch_sync.done"
+    for n in 06 07 08; do handout_lesson_grade "$ROOT" "$t" "$n" "$taps" "$g"; done
+    assert_equal "$(cut -f1,2 "$g/lessons.tsv" | tr '\t\n' ': ')" "06:ran 07:build failed 08:not graded "
+    grep -q $'^07\tbuild failed\t0\tx.cu:3: error: expected a ";"$' "$g/lessons.tsv" || fail "$(cat "$g/lessons.tsv")"
+    # the times off the names: each check found among the tags, the scored ones with their exercise
+    assert_equal "$(cut -f2,3 "$g/checks.tsv" | tr '\t\n' ': ')" "pass:06-copy-sync fail:06-step-sync pass:- "
+    run handout_verdict 05-08 solved "$g"
+    assert_failure
+    assert_line "handout 05-08 solved: lesson 06 scores 1/2"
+    assert_line "PROBLEM: handout 05-08 solved lesson 06: 1 scored checks fail: 06 another; "
+    assert_line --partial "PROBLEM: handout 05-08 solved lesson 07: build failed: x.cu:3: error"
+    assert_line --partial "PROBLEM: handout 05-08 solved lesson 08: not graded: its checks did not finish"
 }
 
 @test "tools: gpu-check's summary from a stored run: each phase with its time, each part's verdict, every problem named" {

@@ -2,6 +2,7 @@
 #
 #   mutant_verdict ID NTAG TAP      a mutant's checks against what its exercise must make fail
 #   handout_verdict RANGE STATE DIR a handout's grade, unsolved (every lesson 0) or solved (full)
+#   handout_lesson_grade ...        a lesson's line and checks of such a grade, from its checks' TAP
 #
 # Each prints its lines for a person, and one "PROBLEM: ..." line per problem found; its exit
 # status is 0 when there is none.
@@ -54,4 +55,31 @@ handout_verdict() {
         fi
     done
     return "$bad"
+}
+
+# handout_lesson_grade COURSE TREE NN TAPDIR DIR: lesson NN of the handout TREE graded into DIR
+# (lessons.tsv and checks.tsv, as tools/grade writes them, a line appended to each) from the TAP
+# its checks left in TAPDIR (tools/bats-pool): "build failed" (the compiler's first error) where the
+# lesson has no binary, "not graded" where its checks did not finish, else scored as tools/grade
+# scores a TAP (its checks' times, bats --timing, taken off their names first)
+handout_lesson_grade() {
+    local course=$1 tree=$2 n=$3 taps=$4 dir=$5 l
+    mkdir -p "$dir"
+    l=$(cd "$tree/tests" 2>/dev/null && basename "$(echo "${n}"_*.bats)" .bats)
+    if [ ! -x "$tree/build/lessons/$l" ]; then
+        printf '%s\tbuild failed\t0\t%s\n' "$n" "$(grep -m 1 -E ': (fatal )?error|undefined reference|nvcc fatal' \
+            "$tree.build.log" 2>/dev/null || echo "no binary $tree/build/lessons/$l ($tree.build.log)")" >>"$dir/lessons.tsv"
+    elif [ ! -f "$taps/$l.done" ]; then
+        printf '%s\tnot graded\t0\tits checks did not finish (%s)\n' "$n" "$taps" >>"$dir/lessons.tsv"
+    else
+        "$course/tools/grade" --list-tags "$tree/tests/$l.bats" >"$dir/$n.tags"
+        sed -E 's/ in [0-9]+ ?ms( # |$)/\1/' "$taps/$l.tap" >"$dir/$n.tap"
+        if "$course/tools/grade" --from-tap "$dir/$n.tap" --tags "$dir/$n.tags" --timeouts "$taps/$l.timeouts" \
+            --out "$dir/$n" >/dev/null 2>&1 || [ -s "$dir/$n/lessons.tsv" ]; then
+            cat "$dir/$n/lessons.tsv" >>"$dir/lessons.tsv"
+            cat "$dir/$n/checks.tsv" >>"$dir/checks.tsv"
+        else
+            printf '%s\tnot graded\t0\tits TAP could not be scored (%s)\n' "$n" "$taps/$l.tap" >>"$dir/lessons.tsv"
+        fi
+    fi
 }
