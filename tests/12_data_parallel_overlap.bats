@@ -463,7 +463,7 @@ first_bucket_early() {
         "seconds rank 0's abort took (the stub's 0.2 s)"
     # the check fails a stop that ended past the design's bound, a rank that said nothing, another note
     run stop_problems stop_timeline 2 1 "$(awk -v e="$ended" 'BEGIN { printf "%.3f", e + 10 }')" <<<"$stderr"
-    assert_output --regexp "^the stop took 1[0-9]\.[0-9]+ s from rank 1's note to the end of the launch, over the design's 5\.67 s "
+    assert_output --regexp "^the stop took 1[0-9]\.[0-9]+ s from rank 1's note to the end of the launch, over the design's 7\.67 s "
     run stop_problems stop_timeline 3 1 "$ended" <<<"$stderr"
     assert_output "rank 2 said no stop timeline"
     run stop_problems stop_timeline 2 0 "$ended" <<<"$stderr"
