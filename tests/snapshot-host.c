@@ -14,6 +14,10 @@
 //     skip-one   three ranks, rank 2 skips one checkpoint: rank 0 writes no manifest of it
 //     disk-full  rank 1's write fails (ENOSPC, --fault disk-full): its main thread stops the run
 //                with the writer's message (exit code 1), the writer never exits
+//     close-fails, close-fails-blocking
+//                one rank; the fclose of its file of checkpoint 11 fails (EIO, what a disk may
+//                answer only then): the rank stops saying so, and that checkpoint gets no manifest
+// Built with -Wl,--wrap=fclose: the calls of the lesson's files go through __wrap_fclose below.
 // Exit 0 when the case holds; 1 with the reason.
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -169,6 +173,23 @@ void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void 
     memcpy(all, mine, bytes);
 }
 
+// fclose, wrapped: the close of a file whose path holds `failing_close` fails with EIO (the file
+// closed all the same), as a disk's late error or a full quota shows only at the last flush.
+static char failing_close[256];
+int __real_fclose(FILE *f);
+int __wrap_fclose(FILE *f)
+{
+    char link[64], path[4096] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fileno(f));
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    path[n > 0 ? n : 0] = '\0';
+    int fail = failing_close[0] && strstr(path, failing_close) != NULL;
+    int r = __real_fclose(f);
+    if (!fail) return r;
+    errno = EIO;
+    return EOF;
+}
+
 // ----------------------------------------------------------------------------
 // a rank: its state, and a training loop shaped as lesson 14's
 
@@ -321,7 +342,8 @@ static void ranks(const char *dir, rank_state *r, int world, int skip_rank, long
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: snapshot-host DIR same|busy-wait|busy-skip|ranks|skip-one|disk-full\n");
+        fprintf(stderr, "usage: snapshot-host DIR same|busy-wait|busy-skip|ranks|skip-one|disk-full|close-fails"
+                        "|close-fails-blocking\n");
         return 2;
     }
     const char *dir = argv[1], *which = argv[2];
@@ -374,6 +396,15 @@ int main(int argc, char **argv)
         fclose(fopen(a_path, "w"));
         train(&r[0]);  // exits with code 1, its line on stdout
         expect(0, "rank 1 did not stop");
+    } else if (strcmp(which, "close-fails") == 0 || strcmp(which, "close-fails-blocking") == 0) {
+        int blocking = strcmp(which, "close-fails-blocking") == 0;
+        snprintf(failing_close, sizeof failing_close, "/ck/ckpt-00000011/rank0.bin.");  // its temporary name
+        char ckpt[1100];
+        snprintf(ckpt, sizeof ckpt, "%s/ck", dir);
+        mkdir(ckpt, 0755);
+        rank_init(&r[0], dir, ckpt, 0, 1, blocking ? CKPT_BLOCKING : CKPT_SNAPSHOT, BUSY_WAIT, 0);
+        train(&r[0]);  // exits with code 1, its line on stdout
+        expect(0, "the rank did not stop");
     } else {
         fprintf(stderr, "snapshot-host: unknown case %s\n", which);
         return 2;

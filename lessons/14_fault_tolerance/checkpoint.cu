@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 3227158024)
+// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 4116624536)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 14): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -36,8 +36,9 @@ static int sync_folder(const char *path)
     if (slash) *slash = '\0';
     int fd = open(slash ? folder : ".", O_RDONLY);
     if (fd < 0) return -1;
-    int r = fsync(fd);
+    int r = fsync(fd), err = r != 0 ? errno : 0;
     close(fd);
+    errno = r != 0 ? (err ? err : EIO) : errno;
     return r;
 }
 
@@ -94,8 +95,10 @@ int write_atomically(fault_tolerance *ft, const char *path, unsigned char *data,
     }
     // TODO(14-atomic): write to the temporary name `tmp`, never to `path`: fopen,
     // write_bytes (it writes in parts, sums them when `sum` is given, and injects the faults),
-    // fflush, fsync(fileno(...)), fclose; any failure: unlink the temporary file, keep errno, return
-    // -1; then rename it to `path` and sync_folder(path)
+    // fflush, fsync(fileno(...)), fclose (it can fail too: the last buffered bytes, a disk's late
+    // error); a call that answers a failure has failed, whatever errno says: keep the errno of the
+    // first that failed, taken right after it (EIO when it set none), unlink the temporary file,
+    // return -1 with that errno; then rename it to `path` and sync_folder(path)
     (void)ft, (void)path, (void)data, (void)size, (void)sum, (void)batch, (void)tmp, (void)write_bytes;
     (void)sync_folder;
     return -1;
@@ -200,7 +203,7 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
 
     double w0 = host_now_ms();
     rank_file mine = {0, 0, 1, 0};
-    if (write_rank_file(ft, batch, &mine.size, &mine.sum) != 0) mine.ok = 0, mine.err = errno;
+    if (write_rank_file(ft, batch, &mine.size, &mine.sum) != 0) mine.ok = 0, mine.err = errno ? errno : EIO;
     c->fig.write_ms += host_now_ms() - w0;
     c->fig.bytes = (size_t)mine.size;
     c->fig.bytes_written += (double)mine.size;

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/writer.cu, made by `make lessons` (checksum 1064761603)
+// STUDENT VERSION of solutions/14_fault_tolerance/writer.cu, made by `make lessons` (checksum 1476475083)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // writer.cu (lesson 14): the checkpoint writer thread of the snapshot (snapshot.cu). It waits for
 // the snapshot's copy (polled on its own thread), writes the losses the copy brought into the image,
@@ -153,13 +153,15 @@ static int write_checkpoint(trainer *t, fault_tolerance *ft, long batch, long ne
     if (c->write_delay_ms > 0) host_sleep_ms(c->write_delay_ms);  // a test delay: a checkpoint that stays busy
     long long sizes[CKPT_MAX_RANKS] = {0};
     uint64_t sums[CKPT_MAX_RANKS] = {0};
-    int err = write_rank_file(ft, batch, &sizes[d->rank], &sums[d->rank]) != 0 ? errno : 0;
+    // a failure is what the call answers, never what errno happens to hold (0 after some failures)
+    int failed = write_rank_file(ft, batch, &sizes[d->rank], &sums[d->rank]) != 0, err = failed ? errno : 0;
+    if (failed && !err) err = EIO;
     c->fig.write_ms += host_now_ms() - t0;
     c->fig.bytes = (size_t)sizes[d->rank];
     c->fig.bytes_written += (double)sizes[d->rank];
     trace_end(&range);
-    if (d->world > 1 && d->rank != 0) say_word(ft, batch, err ? "failed" : "ok", sizes[d->rank], sums[d->rank], err);
-    if (err) {
+    if (d->world > 1 && d->rank != 0) say_word(ft, batch, failed ? "failed" : "ok", sizes[d->rank], sums[d->rank], err);
+    if (failed) {
         snprintf(why, size,
                  "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
                  "complete checkpoint stays where it was",

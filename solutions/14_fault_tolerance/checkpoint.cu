@@ -34,8 +34,9 @@ static int sync_folder(const char *path)
     if (slash) *slash = '\0';
     int fd = open(slash ? folder : ".", O_RDONLY);
     if (fd < 0) return -1;
-    int r = fsync(fd);
+    int r = fsync(fd), err = r != 0 ? errno : 0;
     close(fd);
+    errno = r != 0 ? (err ? err : EIO) : errno;
     return r;
 }
 
@@ -92,18 +93,19 @@ int write_atomically(fault_tolerance *ft, const char *path, unsigned char *data,
     }
     // BEGIN SOLUTION(14-atomic): write to the temporary name `tmp`, never to `path`: fopen,
     // write_bytes (it writes in parts, sums them when `sum` is given, and injects the faults),
-    // fflush, fsync(fileno(...)), fclose; any failure: unlink the temporary file, keep errno, return
-    // -1; then rename it to `path` and sync_folder(path)
+    // fflush, fsync(fileno(...)), fclose (it can fail too: the last buffered bytes, a disk's late
+    // error); a call that answers a failure has failed, whatever errno says: keep the errno of the
+    // first that failed, taken right after it (EIO when it set none), unlink the temporary file,
+    // return -1 with that errno; then rename it to `path` and sync_folder(path)
     FILE *out = fopen(tmp, "wb");
     if (!out) return -1;
-    int bad = write_bytes(ft, out, data, size, sum, batch) != size;
-    bad = bad || fflush(out) != 0 || fsync(fileno(out)) != 0;
-    int saved = errno;
-    bad = fclose(out) != 0 || bad;
-    if (bad || rename(tmp, path) != 0) {
-        saved = bad ? saved : errno;
+    int failed = write_bytes(ft, out, data, size, sum, batch) != size || fflush(out) != 0 || fsync(fileno(out)) != 0;
+    int err = failed ? errno : 0;
+    if (fclose(out) != 0 && !failed) failed = 1, err = errno;
+    if (!failed && rename(tmp, path) != 0) failed = 1, err = errno;
+    if (failed) {
         unlink(tmp);
-        errno = saved;
+        errno = err ? err : EIO;  // a failure that set no errno is still one
         return -1;
     }
     return sync_folder(path);
@@ -212,7 +214,7 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
 
     double w0 = host_now_ms();
     rank_file mine = {0, 0, 1, 0};
-    if (write_rank_file(ft, batch, &mine.size, &mine.sum) != 0) mine.ok = 0, mine.err = errno;
+    if (write_rank_file(ft, batch, &mine.size, &mine.sum) != 0) mine.ok = 0, mine.err = errno ? errno : EIO;
     c->fig.write_ms += host_now_ms() - w0;
     c->fig.bytes = (size_t)mine.size;
     c->fig.bytes_written += (double)mine.size;
