@@ -1483,6 +1483,32 @@ alive() {
     [[ "${lines[0]}" == *"/rank0.bin: torn: 538 bytes where its header says 34359738914" ]] || fail "${lines[0]}"
 }
 
+# A named pipe where a file belongs blocks whoever opens it until a writer comes: the reports,
+# lesson 14's restart and rank 0's prune waited on one forever.
+# bats test_tags=claim:14-not-regular
+@test "tools: checkpoint-report and flight-report refuse a named pipe as a rank file, a manifest or a ring: one line, at once" {
+    cr=$TOOLS/checkpoint-report
+    for file in ckpt-00000019/rank1.bin ckpt-00000019/manifest; do
+        rm -rf "$BATS_TEST_TMPDIR/c" && cp -r "$CK" "$BATS_TEST_TMPDIR/c"
+        rm "$BATS_TEST_TMPDIR/c/$file" && mkfifo "$BATS_TEST_TMPDIR/c/$file"
+        for prune in "" "--prune 19"; do
+            # shellcheck disable=SC2086
+            run timeout 10 "$cr" "$BATS_TEST_TMPDIR/c" $prune
+            [ "$status" -ne 124 ] || fail "$file $prune: the report waited on the named pipe"
+            assert_success
+            assert_equal "${lines[0]}" "ckpt-00000019: skipped: $BATS_TEST_TMPDIR/c/$file: a named pipe, not a regular file"
+            assert_equal "${lines[-1]}" "resume: at batch 10 from ckpt-00000009"
+        done
+    done
+    rm -rf "$BATS_TEST_TMPDIR/r" && cp -r "$FL/clean" "$BATS_TEST_TMPDIR/r"
+    rm "$BATS_TEST_TMPDIR/r/flight.job7.rank1" && mkfifo "$BATS_TEST_TMPDIR/r/flight.job7.rank1"
+    run --separate-stderr timeout 10 "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/r" --run job7
+    [ "$status" -ne 124 ] || fail "flight-report waited on the named pipe"
+    assert_equal "$status" 2
+    one_line
+    assert_equal "$stderr" "flight-report: $BATS_TEST_TMPDIR/r/flight.job7.rank1: a named pipe, not a regular file"
+}
+
 # bats test_tags=claim:14-prune
 @test "tools: checkpoint-report --prune removes what has no manifest or is older than the newest two that verify" {
     c=$BATS_TEST_TMPDIR/c

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>  // fstat: the file's size, against its header's
 
+#include "common/base/regular_file.h"  // regular_file_open: a named pipe refused, never waited on
 #include "common/recovery/ckpt_internal.h"
 
 #define MAX_BATCH (1LL << 32)           // a batch number, and a loss count, read from a file
@@ -161,9 +162,10 @@ int ckpt_read_rank_sum(const char *path, ckpt_header *h, float **params, double 
 {
     if (params) *params = NULL;
     if (losses) *losses = NULL;
-    FILE *f = fopen(path, "rb");
+    char what[160];
+    FILE *f = regular_file_open(path, what, sizeof what);  // a named pipe would block the reader forever
     if (!f) {
-        snprintf(why, size, "%s: %s", path, strerror(errno));
+        snprintf(why, size, "%s: %s", path, what);
         return -1;
     }
     char header[CKPT_HEADER_BYTES + 1];
@@ -246,9 +248,11 @@ static int parse_manifest(char *text, ckpt_manifest *m)
 int ckpt_read_manifest(const char *path, ckpt_manifest *m, char *why, size_t size)
 {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "r");
+    char what[160];
+    FILE *f = regular_file_open(path, what, sizeof what);
     if (!f) {
-        snprintf(why, size, "%s: %s (no manifest: the checkpoint was never completed)", path, strerror(errno));
+        snprintf(why, size, "%s: %s%s", path, what,
+                 errno == EINVAL ? "" : " (no manifest: the checkpoint was never completed)");
         return -1;
     }
     char *text = (char *)malloc(MANIFEST_MAX_BYTES + 1);
