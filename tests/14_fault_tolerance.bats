@@ -87,7 +87,7 @@ snapshot_host() {
             "$bin.snapshot.o" "$bin.writer.o" "$bin.checkpoint.o" common/recovery/ckpt.c common/recovery/ckpt_run.c \
             common/recovery/ckpt_folders.c common/base/own_file.c common/base/regular_file.c common/base/stderr_line.c \
             -lpthread \
-            -Wl,--wrap=fclose -o "$bin") ||
+            -Wl,--wrap=fclose,--wrap=fsync,--wrap=mkdir,--wrap=rmdir -o "$bin") ||
             fail "tests/snapshot-host.c does not build"
     fi
     echo "$bin"
@@ -342,6 +342,20 @@ EOF
         run "$TOOLS/checkpoint-report" "$ck"
         assert_equal "${lines[-1]}" "resume: at batch 9 from ckpt-00000008"
     done
+}
+
+# mkdir puts a new checkpoint's folder into the root; rank 0's prune then takes older ones out of it.
+# Until the root is flushed neither change need be on the disk, in any order: a crash could keep the
+# removals and lose the new folder.
+# bats test_tags=host-sanitizer,claim:14-root-synced
+@test "14 the checkpoint root is flushed after a new folder is complete and before an older one is removed (TSan)" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own checkpoint.cu: not in a student's copy"
+    bin=$(snapshot_host)
+    run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" root-synced
+    [ "$status" -eq 0 ] || fail "exit code $status: $(head -n 20 <<<"$output")"
+    assert_output --partial "root-synced: holds"
+    refute_output --partial "ThreadSanitizer"
 }
 
 # bats test_tags=claim:14-launch-run-id

@@ -17,7 +17,10 @@
 //     close-fails, close-fails-blocking
 //                one rank; the fclose of its file of checkpoint 11 fails (EIO, what a disk may
 //                answer only then): the rank stops saying so, and that checkpoint gets no manifest
-// Built with -Wl,--wrap=fclose: the calls of the lesson's files go through __wrap_fclose below.
+//     root-synced one rank, blocking then snapshot: the checkpoint root is flushed (fsync) after each
+//                new folder is complete and before an older one is removed
+// Built with -Wl,--wrap=fclose,--wrap=fsync,--wrap=mkdir,--wrap=rmdir: the calls of the lesson's
+// files go through the __wrap_ functions below.
 // Exit 0 when the case holds; 1 with the reason.
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -190,6 +193,64 @@ int __wrap_fclose(FILE *f)
     return EOF;
 }
 
+// fsync, mkdir and rmdir, wrapped: while `logging`, each call is appended to `calls`, one line
+// "fsync|mkdir|rmdir PATH" (fsync: what its descriptor names), in order.
+static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
+static char calls[1 << 16];
+static size_t calls_at;
+static int logging;
+static void log_call(const char *what, const char *path)
+{
+    pthread_mutex_lock(&calls_lock);
+    if (logging && calls_at < sizeof calls)
+        calls_at += (size_t)snprintf(calls + calls_at, sizeof calls - calls_at, "%s %s\n", what, path);
+    pthread_mutex_unlock(&calls_lock);
+}
+int __real_fsync(int fd);
+int __wrap_fsync(int fd)
+{
+    char link[64], path[4096] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    path[n > 0 ? n : 0] = '\0';
+    log_call("fsync", path);
+    return __real_fsync(fd);
+}
+int __real_mkdir(const char *path, mode_t mode);
+int __wrap_mkdir(const char *path, mode_t mode)
+{
+    log_call("mkdir", path);
+    return __real_mkdir(path, mode);
+}
+int __real_rmdir(const char *path);
+int __wrap_rmdir(const char *path)
+{
+    log_call("rmdir", path);
+    return __real_rmdir(path);
+}
+
+// The log's checkpoint folders under `root` (as the lesson names them) removed before `real` (the
+// root as the kernel names it) was flushed after the newest folder was made: their count, each
+// said; *removed: the folders removed.
+static int removed_before_root_synced(const char *root, const char *real, int *removed)
+{
+    int bad = 0, made = 0;
+    size_t n = strlen(root);
+    *removed = 0;
+    for (char *line = strtok(calls, "\n"); line; line = strtok(NULL, "\n")) {
+        const char *path = strchr(line, ' ') + 1;
+        int ours = strncmp(path, root, n) == 0 && strncmp(path + n, "/ckpt-", 6) == 0;
+        if (strncmp(line, "mkdir ", 6) == 0 && ours) made = 1;
+        if (strncmp(line, "fsync ", 6) == 0 && strcmp(path, real) == 0) made = 0;
+        if (strncmp(line, "rmdir ", 6) == 0 && ours) {
+            (*removed)++;
+            if (made) printf("%s removed before %s was flushed after its newest folder was made\n", path, real);
+            bad += made;
+        }
+    }
+    return bad;
+}
+
 // ----------------------------------------------------------------------------
 // a rank: its state, and a training loop shaped as lesson 14's
 
@@ -343,7 +404,7 @@ int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: snapshot-host DIR same|busy-wait|busy-skip|ranks|skip-one|disk-full|close-fails"
-                        "|close-fails-blocking\n");
+                        "|close-fails-blocking|root-synced\n");
         return 2;
     }
     const char *dir = argv[1], *which = argv[2];
@@ -405,6 +466,19 @@ int main(int argc, char **argv)
         rank_init(&r[0], dir, ckpt, 0, 1, blocking ? CKPT_BLOCKING : CKPT_SNAPSHOT, BUSY_WAIT, 0);
         train(&r[0]);  // exits with code 1, its line on stdout
         expect(0, "the rank did not stop");
+    } else if (strcmp(which, "root-synced") == 0) {
+        for (int mode = CKPT_BLOCKING; mode <= CKPT_SNAPSHOT; mode++) {
+            const char *name = mode == CKPT_BLOCKING ? "blocking" : "snapshot";
+            char root[1100], real[4096];
+            snprintf(root, sizeof root, "%s/%s", dir, name);
+            calls_at = 0, calls[0] = '\0', logging = 1;
+            one_rank(dir, name, mode, BUSY_WAIT, 0, &r[mode]);
+            logging = 0;
+            expect(realpath(root, real) != NULL, "%s: no such folder", root);
+            int removed = 0, bad = removed_before_root_synced(root, real, &removed);
+            expect(removed >= 8 && bad == 0, "%s: %d of %d folders removed before the root was flushed", name, bad,
+                   removed);
+        }
     } else {
         fprintf(stderr, "snapshot-host: unknown case %s\n", which);
         return 2;

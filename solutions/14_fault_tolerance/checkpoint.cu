@@ -181,6 +181,14 @@ int commit_checkpoint(fault_tolerance *ft, long batch, const long long *sizes, c
                  strerror(errno));
         return -1;
     }
+    // the new folder's entry in the root reaches the disk before older folders leave it: a crash in
+    // between keeps the new checkpoint or the old ones, never neither
+    ckpt_folder(ft->ckpt.root, batch, path, sizeof path);
+    if (sync_folder(path) != 0) {  // the folder that holds ROOT/ckpt-B: the root
+        snprintf(why, why_size, "cannot flush %s to the disk: %s; no older checkpoint was removed", ft->ckpt.root,
+                 strerror(errno));
+        return -1;
+    }
     ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two that verify
     return 0;
 }
