@@ -1509,6 +1509,27 @@ alive() {
     assert_equal "$stderr" "flight-report: $BATS_TEST_TMPDIR/r/flight.job7.rank1: a named pipe, not a regular file"
 }
 
+# A header and a manifest that agree on 2^34 weights, in a sparse file of 64 GiB that holds 4 KiB:
+# its checksum streamed 64 GiB of zeros (20 s and more).
+# bats test_tags=claim:14-sparse
+@test "tools: checkpoint-report refuses a sparse rank file as large as its header says, at once" {
+    local run1="world 1 shape 4,8,2 params 17179869184 seed 1 global-batch 64 rank-batch 64 lr 0.02 prep-work 5 bucket-bytes 1"
+    b=$BATS_TEST_TMPDIR/sparse/ckpt-00000000
+    mkdir -p "$b"
+    printf '%-511s\n' "course-checkpoint 2 rank 0 batch 0 losses 1 $run1" >"$b/rank0.bin"
+    truncate -s $((512 + 17179869184 * 4 + 8)) "$b/rank0.bin"
+    echo "checksum 0000000000000000" >>"$b/rank0.bin"
+    [ $(($(stat -c %b "$b/rank0.bin") * 512)) -lt $((1 << 30)) ] || skip "this file system does not keep a file's holes"
+    printf 'course-checkpoint-manifest 2\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"$run1" | paste -d' ' - -)" >"$b/manifest"
+    manifest_line "$b/rank0.bin" 0 >>"$b/manifest"
+    echo end >>"$b/manifest"
+    run timeout 5 "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/sparse"
+    [ "$status" -ne 124 ] || fail "the report read the sparse file's 64 GiB"
+    assert_equal "$status" 1
+    [[ "${lines[0]}" == "ckpt-00000000: skipped: $b/rank0.bin: sparse: 68719477282 bytes, of which "*" on disk: not a file a checkpoint writes" ]] ||
+        fail "${lines[0]}"
+}
+
 # bats test_tags=claim:14-prune
 @test "tools: checkpoint-report --prune removes what has no manifest or is older than the newest two that verify" {
     c=$BATS_TEST_TMPDIR/c

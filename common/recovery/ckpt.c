@@ -14,6 +14,7 @@
 
 #define MAX_BATCH (1LL << 32)           // a batch number, and a loss count, read from a file
 #define MANIFEST_MAX_BYTES (64 * 1024)  // every field and CKPT_MAX_RANKS lines fit well below
+#define SPARSE_MIN_BYTES (256LL << 20)  // a rank file larger than this is refused when mostly holes
 
 uint64_t ckpt_fnv1a(uint64_t h, const void *data, size_t bytes)
 {
@@ -132,6 +133,13 @@ static int read_body(FILE *f, const char *path, ckpt_header *h, float **params, 
     if ((unsigned long long)st.st_size > want) {
         snprintf(why, size, "%s: %lld bytes where its header says %zu: not the file its header describes", path,
                  (long long)st.st_size, want);
+        return -1;
+    }
+    // a writer writes every byte: a large file that holds most of itself as holes (a sparse file,
+    // 64 GiB that are 4 KiB on disk) is no checkpoint, and summing its zeros would take a minute
+    if (st.st_size > SPARSE_MIN_BYTES && (unsigned long long)st.st_blocks * 512 < (unsigned long long)st.st_size / 2) {
+        snprintf(why, size, "%s: sparse: %lld bytes, of which %lld on disk: not a file a checkpoint writes", path,
+                 (long long)st.st_size, (long long)st.st_blocks * 512);
         return -1;
     }
     if (params) *params = (float *)malloc(params_bytes(h));
