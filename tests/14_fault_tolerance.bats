@@ -266,6 +266,35 @@ EOF
     assert_equal "$status" 3
 }
 
+# "a:b" and "a_b" once named the same files: every character but letters, digits, '.', '_' and '-'
+# became '_'. tests/run-ids.c prints the name dist_init (common/dist/dist_env.c) gives them.
+# bats test_tags=claim:14-run-id-names
+@test "14 two run ids never name the same files: a character a file name cannot hold is written %XX, no GPU needed" {
+    need_nccl  # dist.h includes nccl.h
+    local flags cuda=${CUDA_HOME:-/usr/local/cuda} bin=$BATS_TEST_TMPDIR/run-ids
+    flags=$(make -s --no-print-directory -C "$ROOT" host-includes) || fail "make host-includes failed"
+    # shellcheck disable=SC2086
+    (cd "$ROOT" && gcc -std=c11 -Wall -Wextra -Werror $flags tests/run-ids.c common/dist/dist_env.c common/base/args.c \
+        common/base/own_file.c common/base/stderr_line.c common/base/timing.c common/base/check.c \
+        common/base/host_memory.c common/base/json.c -L"$cuda/lib64" -Wl,-rpath="$cuda/lib64" -lcudart -lm \
+        -o "$bin") || fail "tests/run-ids.c does not build"
+    name() { env RANK=0 WORLD_SIZE=2 RUN_ID="$1" "$bin"; }
+    declare -A seen
+    for id in a:b a_b a-b a.b 'a b' a%3Ab a/b launch-host-123-456 x.a1; do
+        got=$(name "$id") || fail "$id: refused"
+        [ -z "${seen[$got]:-}" ] || fail "'$id' and '${seen[$got]}' name the same files: $got"
+        seen[$got]=$id
+        [[ "$got" =~ ^[A-Za-z0-9._%-]+$ ]] || fail "'$id' names its files '$got'"
+    done
+    assert_equal "$(name a:b) $(name a_b) $(name launch-host-123-456) $(name a%3Ab)" "a%3Ab a_b launch-host-123-456 a%253Ab"
+    assert_equal "$(env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 PMIX_NAMESPACE='prterun-h-12@1' "$bin")" \
+        "prterun-h-12%401"
+    # 30 characters that each take three: refused, never cut
+    run --separate-stderr name "$(printf ':%.0s' {1..30})"
+    assert_equal "$status" 2
+    [[ "$stderr" == *"names its files with 90 characters"*"where at most 63 fit"* ]] || fail "$stderr"
+}
+
 @test "14 without a GPU says so and exits with code 3" {
     need_nccl
     check_no_gpu_exit "$P" $S14
