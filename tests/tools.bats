@@ -1321,6 +1321,32 @@ alive() {
     [[ "$stderr" == *"flight.job7.rank2: a ring of 4 ranks, where rank 1's says 3" ]] || fail "$stderr"
 }
 
+# One ring that does not read once stopped the report (exit code 2) before it compared the others.
+# bats test_tags=claim:14-report-unreadable
+@test "tools: flight-report: rings that read and differ are named beside one that does not read (exit code 4)" {
+    u=$BATS_TEST_TMPDIR/unread
+    want="rank 1 issued all-reduce #25 (batch 8, bucket 0, 265.0 KiB) where rank 0 issued all-reduce #25 (batch 8, bucket 1, 257.0 KiB)"
+    for bad in 2 0; do
+        rm -rf "$u" && cp -r "$FL/clean" "$u"
+        sed -i 's/^25 25 all-reduce 8 1 65792 263168 /25 25 all-reduce 8 0 67848 271392 /' "$u/flight.job7.rank1"
+        head -n 2 "$FL/clean/flight.job7.rank$bad" >"$u/flight.job7.rank$bad"  # cut: no 'stopped' line
+        # rank 0's ring unread: the first that reads is the one the others are compared with
+        [ "$bad" = 0 ] && want="rank 2 issued all-reduce #25 (batch 8, bucket 1, 257.0 KiB) where rank 1 issued all-reduce #25 (batch 8, bucket 0, 265.0 KiB)"
+        run --separate-stderr "$TOOLS/flight-report" "$u" --run job7
+        assert_equal "$status" 4
+        assert_equal "$output" "$want"
+        one_line
+        assert_equal "$stderr" "flight-report: the others were compared without this ring: $u/flight.job7.rank$bad:3: expected 'stopped WHY'"
+    done
+    # the rings that read agree: the one that does not is what the report says, exit code 2
+    rm -rf "$u" && cp -r "$FL/clean" "$u"
+    head -n 2 "$FL/clean/flight.job7.rank2" >"$u/flight.job7.rank2"
+    run --separate-stderr "$TOOLS/flight-report" "$u" --run job7 --ranks
+    assert_equal "$status" 2
+    assert_equal "$stderr" "flight-report: $u/flight.job7.rank2:3: expected 'stopped WHY'"
+    assert_equal "${lines[2]}" "rank 2: a ring that does not read"
+}
+
 # bats test_tags=claim:14-report-lengths
 @test "tools: flight-report: a ring of 8 calls against rings of 30, every call completed, is a divergence (exit code 4)" {
     l=$BATS_TEST_TMPDIR/len
