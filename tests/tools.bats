@@ -1176,12 +1176,19 @@ one_line() {
     [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "expected one line on stderr, got: $stderr"
 }
 
-# fnv1a FILE: the course's FNV-1a 64 of FILE (common/recovery/ckpt.c's start value), 16 hex digits. Bash's
-# arithmetic is 64-bit and wraps as C's unsigned multiplication does. In a bash of its own: bats'
-# traps would run at every byte.
-fnv1a() {
+# ckpt_sum FILE: the checkpoint checksum of FILE (common/recovery/ckpt.h's ckpt_sum), 16 hex digits,
+# computed here apart from the C: the bytes as little-endian 64-bit words (od pads the last with
+# zeros), word k folded into lane k % 4 by FNV-1a's step, then the lanes and the byte count a byte at
+# a time. Bash's arithmetic is 64-bit and wraps as C's unsigned multiplication does. In a bash of its
+# own: bats' traps would run at every word.
+ckpt_sum() {
     # shellcheck disable=SC2016
-    bash -c 'h=1469598103934665603; for b in $(od -An -v -tu1 "$0"); do h=$(((h ^ b) * 1099511628211)); done
+    bash -c 'p=1099511628211 n=$(stat -c %s "$0") k=0 h=1469598103934665603 lane=()
+             for j in 0 1 2 3; do lane[j]=$h; done
+             for w in $(od -An -v -tx8 "$0"); do lane[k % 4]=$(((lane[k % 4] ^ 0x$w) * p)); k=$((k + 1)); done
+             for v in "${lane[@]}" "$n"; do
+                 for ((b = 0; b < 64; b += 8)); do h=$(((h ^ ((v >> b) & 255)) * p)); done
+             done
              printf "%016x" "$h"' "$1"
 }
 
@@ -1193,7 +1200,7 @@ FIXTURE_RUN="world 2 shape 4,8,2 params 58 seed 1 global-batch 64 rank-batch 32 
 write_rank() {
     printf '%-511s\n' "$2" >"$1"
     head -c "$3" /dev/zero >>"$1"
-    printf 'checksum %s\n' "$(fnv1a "$1")" >>"$1"
+    printf 'checksum %s\n' "$(ckpt_sum "$1")" >>"$1"
 }
 
 # manifest_line FILE RANK: the manifest's line of a rank file
@@ -1207,11 +1214,11 @@ make_ckpt() {
     local dir r f head
     dir=$1/$(printf 'ckpt-%08d' "$2")
     mkdir -p "$dir"
-    printf 'course-checkpoint-manifest 2\nbatch %d\n%s\n' "$2" "$(tr ' ' '\n' <<<"$FIXTURE_RUN" | paste -d' ' - -)" \
+    printf 'course-checkpoint-manifest 3\nbatch %d\n%s\n' "$2" "$(tr ' ' '\n' <<<"$FIXTURE_RUN" | paste -d' ' - -)" \
         >"$dir/manifest"
     for r in 0 1; do
         f=$dir/rank$r.bin
-        head="course-checkpoint 2 rank $r batch $2 losses $3 $FIXTURE_RUN"
+        head="course-checkpoint 3 rank $r batch $2 losses $3 $FIXTURE_RUN"
         if [ "$r" = 1 ] && [ -n "${4:-}" ]; then head=$(sed "$4" <<<"$head"); fi
         write_rank "$f" "$head" $((58 * 4 + $3 * 8))
         manifest_line "$f" "$r" >>"$dir/manifest"
@@ -1401,7 +1408,7 @@ alive() {
     f=$c/ckpt-00000019/rank1.bin
     head -c -26 "$f" >"$BATS_TEST_TMPDIR/body"
     printf '\x55' | dd of="$BATS_TEST_TMPDIR/body" bs=1 seek=600 conv=notrunc 2>/dev/null
-    { cat "$BATS_TEST_TMPDIR/body"; printf 'checksum %s\n' "$(fnv1a "$BATS_TEST_TMPDIR/body")"; } >"$f"
+    { cat "$BATS_TEST_TMPDIR/body"; printf 'checksum %s\n' "$(ckpt_sum "$BATS_TEST_TMPDIR/body")"; } >"$f"
     run "$cr" "$c"
     [[ "${lines[0]}" == "ckpt-00000019: skipped: "*"rank1.bin: its size or checksum is not the manifest's" ]] || fail "${lines[0]}"
     assert_equal "${lines[2]}" "resume: at batch 10 from ckpt-00000009"
@@ -1441,9 +1448,9 @@ alive() {
 # bats test_tags=claim:14-losses-bound
 @test "tools: checkpoint-report passes over a checkpoint holding more losses than batches, or a rank's header of another run" {
     cr=$TOOLS/checkpoint-report
-    # the helpers first: the fixture's checksum is fnv1a's, and a checkpoint they make is complete
+    # the helpers first: the fixture's checksum is ckpt_sum's, and a checkpoint they make is complete
     head -c 904 "$CK/ckpt-00000019/rank0.bin" >"$BATS_TEST_TMPDIR/body"
-    assert_equal "checksum $(fnv1a "$BATS_TEST_TMPDIR/body")" "$(tail -c 26 "$CK/ckpt-00000019/rank0.bin" | head -c 25)"
+    assert_equal "checksum $(ckpt_sum "$BATS_TEST_TMPDIR/body")" "$(tail -c 26 "$CK/ckpt-00000019/rank0.bin" | head -c 25)"
     make_ckpt "$BATS_TEST_TMPDIR/a" 5 6
     run "$cr" "$BATS_TEST_TMPDIR/a" --world 2 --shape 4,8,2
     assert_success
@@ -1479,16 +1486,16 @@ alive() {
     local n=$((16 * 1048576)) run1="world 1 shape 4,8,2 params 16777216 seed 1 global-batch 64 rank-batch 64 lr 0.02 prep-work 5 bucket-bytes 1"
     b=$BATS_TEST_TMPDIR/big/ckpt-00000000
     mkdir -p "$b"
-    printf '%-511s\n' "course-checkpoint 2 rank 0 batch 0 losses 1 $run1" >"$b/rank0.bin"
+    printf '%-511s\n' "course-checkpoint 3 rank 0 batch 0 losses 1 $run1" >"$b/rank0.bin"
     truncate -s $((512 + n * 4 + 8)) "$b/rank0.bin"
     echo "checksum 0000000000000000" >>"$b/rank0.bin"
     big_manifest() {
-        printf 'course-checkpoint-manifest 2\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"$run1" | paste -d' ' - -)" >"$b/manifest"
+        printf 'course-checkpoint-manifest 3\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"$run1" | paste -d' ' - -)" >"$b/manifest"
         manifest_line "$b/rank0.bin" 0 >>"$b/manifest"
         echo end >>"$b/manifest"
     }
     big_manifest
-    run "$cr" "$BATS_TEST_TMPDIR/big"  # its checksum, as the tool sums it (fnv1a in bash would take minutes)
+    run "$cr" "$BATS_TEST_TMPDIR/big"  # its checksum, as the tool sums it (ckpt_sum in bash would take minutes)
     sum=$(sed -n 's/.*its bytes sum to \([0-9a-f]\{16\}\)$/\1/p' <<<"${lines[0]}")
     [ -n "$sum" ] || fail "${lines[0]}"
     printf 'checksum %s' "$sum" | dd of="$b/rank0.bin" bs=1 seek=$((512 + n * 4 + 8)) conv=notrunc 2>/dev/null
@@ -1499,8 +1506,8 @@ alive() {
     # a header that says 2^33 weights in a file of 538 bytes: torn, said before any allocation
     s=$BATS_TEST_TMPDIR/small/ckpt-00000000
     mkdir -p "$s"
-    write_rank "$s/rank0.bin" "course-checkpoint 2 rank 0 batch 0 losses 1 ${run1/params $n/params 8589934592}" 0
-    printf 'course-checkpoint-manifest 2\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"${run1/params $n/params 8589934592}" | paste -d' ' - -)" \
+    write_rank "$s/rank0.bin" "course-checkpoint 3 rank 0 batch 0 losses 1 ${run1/params $n/params 8589934592}" 0
+    printf 'course-checkpoint-manifest 3\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"${run1/params $n/params 8589934592}" | paste -d' ' - -)" \
         >"$s/manifest"
     manifest_line "$s/rank0.bin" 0 >>"$s/manifest"
     echo end >>"$s/manifest"
@@ -1542,11 +1549,11 @@ alive() {
     local run1="world 1 shape 4,8,2 params 17179869184 seed 1 global-batch 64 rank-batch 64 lr 0.02 prep-work 5 bucket-bytes 1"
     b=$BATS_TEST_TMPDIR/sparse/ckpt-00000000
     mkdir -p "$b"
-    printf '%-511s\n' "course-checkpoint 2 rank 0 batch 0 losses 1 $run1" >"$b/rank0.bin"
+    printf '%-511s\n' "course-checkpoint 3 rank 0 batch 0 losses 1 $run1" >"$b/rank0.bin"
     truncate -s $((512 + 17179869184 * 4 + 8)) "$b/rank0.bin"
     echo "checksum 0000000000000000" >>"$b/rank0.bin"
     [ $(($(stat -c %b "$b/rank0.bin") * 512)) -lt $((1 << 30)) ] || skip "this file system does not keep a file's holes"
-    printf 'course-checkpoint-manifest 2\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"$run1" | paste -d' ' - -)" >"$b/manifest"
+    printf 'course-checkpoint-manifest 3\nbatch 0\n%s\n' "$(tr ' ' '\n' <<<"$run1" | paste -d' ' - -)" >"$b/manifest"
     manifest_line "$b/rank0.bin" 0 >>"$b/manifest"
     echo end >>"$b/manifest"
     run timeout 5 "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/sparse"

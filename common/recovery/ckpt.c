@@ -16,13 +16,6 @@
 #define MANIFEST_MAX_BYTES (64 * 1024)  // every field and CKPT_MAX_RANKS lines fit well below
 #define SPARSE_MIN_BYTES (256LL << 20)  // a rank file larger than this is refused when mostly holes
 
-uint64_t ckpt_fnv1a(uint64_t h, const void *data, size_t bytes)
-{
-    const unsigned char *p = (const unsigned char *)data;
-    for (size_t k = 0; k < bytes; k++) h = (h ^ p[k]) * 1099511628211ULL;
-    return h;
-}
-
 void ckpt_folder(const char *root, long long batch, char *out, size_t size)
 {
     snprintf(out, size, "%s/ckpt-%08lld", root, batch);
@@ -81,7 +74,7 @@ unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const doub
     }
     memcpy(buf + CKPT_HEADER_BYTES, params, params_bytes(h));
     if (h->losses) memcpy(buf + CKPT_HEADER_BYTES + params_bytes(h), losses, losses_bytes(h));
-    uint64_t s = ckpt_fnv1a(CKPT_FNV_START, buf, CKPT_HEADER_BYTES + body);
+    uint64_t s = ckpt_sum_of(buf, CKPT_HEADER_BYTES + body);
     ckpt_trailer_text(s, (char *)buf + CKPT_HEADER_BYTES + body);
     *size = total;
     if (sum) *sum = s;
@@ -106,14 +99,14 @@ static int parse_header(char *text, ckpt_header *h, long long *version)
 
 // Reads `bytes` of f through a small buffer, or straight into `into` when it is not NULL,
 // folding them into the checksum *h: 0, or -1 when the file ends first.
-static int stream(FILE *f, size_t bytes, void *into, uint64_t *h)
+static int stream(FILE *f, size_t bytes, void *into, ckpt_sum *h)
 {
     unsigned char buf[1 << 16];
     for (size_t done = 0; done < bytes;) {
         size_t n = bytes - done < sizeof buf ? bytes - done : sizeof buf;
         unsigned char *p = into ? (unsigned char *)into + done : buf;
         if (fread(p, 1, n, f) != n) return -1;
-        *h = ckpt_fnv1a(*h, p, n);
+        ckpt_sum_add(h, p, n);
         done += n;
     }
     return 0;
@@ -121,7 +114,7 @@ static int stream(FILE *f, size_t bytes, void *into, uint64_t *h)
 
 // The file after its header: its size against the header's (before anything is allocated),
 // then the weights and losses streamed through the checksum, then the checksum it stores.
-static int read_body(FILE *f, const char *path, ckpt_header *h, float **params, double **losses, uint64_t sum,
+static int read_body(FILE *f, const char *path, ckpt_header *h, float **params, double **losses, ckpt_sum *summed,
                      uint64_t *stored, char *why, size_t size)
 {
     struct stat st;
@@ -150,12 +143,13 @@ static int read_body(FILE *f, const char *path, ckpt_header *h, float **params, 
     }
     char trailer[CKPT_TRAILER_BYTES + 1] = "";
     unsigned long long s = 0;
-    if (stream(f, params_bytes(h), params ? *params : NULL, &sum) != 0 ||
-        stream(f, losses_bytes(h), losses ? *losses : NULL, &sum) != 0 ||
+    if (stream(f, params_bytes(h), params ? *params : NULL, summed) != 0 ||
+        stream(f, losses_bytes(h), losses ? *losses : NULL, summed) != 0 ||
         fread(trailer, 1, CKPT_TRAILER_BYTES, f) != CKPT_TRAILER_BYTES) {
         snprintf(why, size, "%s: torn: it ended while being read", path);
         return -1;
     }
+    uint64_t sum = ckpt_sum_end(summed);
     if (sscanf(trailer, "checksum %16llx", &s) != 1 || s != sum) {
         snprintf(why, size, "%s: corrupt: its checksum is %016llx, its bytes sum to %016llx", path, s,
                  (unsigned long long)sum);
@@ -192,9 +186,12 @@ int ckpt_read_rank_sum(const char *path, ckpt_header *h, float **params, double 
     else if (h->losses != h->batch + 1)  // a restore writes that many into the run's loss arrays
         snprintf(why, size, "%s: its header says %lld losses after batch %lld, where a checkpoint holds batch + 1",
                  path, h->losses, h->batch);
-    else
-        bad = read_body(f, path, h, params, losses, ckpt_fnv1a(CKPT_FNV_START, header, CKPT_HEADER_BYTES), stored, why,
-                        size);
+    else {
+        ckpt_sum summed;
+        ckpt_sum_start(&summed);
+        ckpt_sum_add(&summed, header, CKPT_HEADER_BYTES);
+        bad = read_body(f, path, h, params, losses, &summed, stored, why, size);
+    }
     fclose(f);
     if (bad && params) {
         free(*params);

@@ -20,7 +20,8 @@
                                      //          ckpt_header_text, ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file,
                                      //          ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS, ckpt_folder,
                                      //          CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune, ckpt_run_differs,
-                                     //          ckpt_run_init, ckpt_fnv1a, CKPT_FNV_START, CKPT_HEADER_BYTES,
+                                     //          ckpt_run_init, ckpt_sum, ckpt_sum_start, ckpt_sum_add, ckpt_sum_end,
+                                     //          CKPT_HEADER_BYTES,
                                      //          CKPT_TRAILER_BYTES
 #include "common/dist/dist.h"        // defines: dist_env, dist_init, dist_select_device, dist_connect,
                                      //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
