@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 3163187775)
+// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 3069483290)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 14): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -73,7 +73,7 @@ static size_t write_bytes(fault_tolerance *ft, FILE *out, unsigned char *data, s
         size_t n = done < body ? body - done : size - done;  // the body in parts, then the trailer
         if (n > WRITE_PART) n = WRITE_PART;
         if (n > end - done) n = end - done;
-        if (sum && done == body) ckpt_trailer_text(ckpt_sum_end(&h), (char *)data + body);  // every byte before it summed
+        if (sum && done == body) ckpt_trailer_text(ckpt_sum_end(&h), (char *)data + body);  // all before it summed
         if (fwrite(data + done, 1, n, out) != n || fflush(out) != 0) return done;
         sync_file_range(fileno(out), (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);  // a hint: no answer needed
         if (sum && done < body) ckpt_sum_add(&h, data + done, n);

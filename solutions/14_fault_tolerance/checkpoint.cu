@@ -71,7 +71,7 @@ static size_t write_bytes(fault_tolerance *ft, FILE *out, unsigned char *data, s
         size_t n = done < body ? body - done : size - done;  // the body in parts, then the trailer
         if (n > WRITE_PART) n = WRITE_PART;
         if (n > end - done) n = end - done;
-        if (sum && done == body) ckpt_trailer_text(ckpt_sum_end(&h), (char *)data + body);  // every byte before it summed
+        if (sum && done == body) ckpt_trailer_text(ckpt_sum_end(&h), (char *)data + body);  // all before it summed
         if (fwrite(data + done, 1, n, out) != n || fflush(out) != 0) return done;
         sync_file_range(fileno(out), (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);  // a hint: no answer needed
         if (sum && done < body) ckpt_sum_add(&h, data + done, n);
