@@ -19,12 +19,15 @@
 //                answer only then): the rank stops saying so, and that checkpoint gets no manifest
 //     root-synced one rank, blocking then snapshot: the checkpoint root is flushed (fsync) after each
 //                new folder is complete and before an older one is removed
-// Built with -Wl,--wrap=fclose,--wrap=fsync,--wrap=mkdir,--wrap=rmdir: the calls of the lesson's
-// files go through the __wrap_ functions below.
+//     no-read-back one rank, blocking then snapshot: rank 0's prune reads none of the rank files
+//                this run wrote (it verifies them by their manifest), and still prunes
+// Built with -Wl,--wrap=fclose,--wrap=fsync,--wrap=mkdir,--wrap=rmdir,--wrap=open: the calls of the
+// lesson's files go through the __wrap_ functions below.
 // Exit 0 when the case holds; 1 with the reason.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -228,6 +231,33 @@ int __wrap_rmdir(const char *path)
     log_call("rmdir", path);
     return __real_rmdir(path);
 }
+int __real_open(const char *path, int flags, ...);
+int __wrap_open(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & O_CREAT) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    if ((flags & O_ACCMODE) == O_RDONLY) log_call("read", path);
+    return __real_open(path, flags, mode);
+}
+
+// How many rank files the log says were opened to read; *removed: the folders removed.
+static int rank_files_read(int *removed)
+{
+    int read = 0;
+    *removed = 0;
+    for (char *line = strtok(calls, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "rmdir ", 6) == 0) (*removed)++;
+        if (strncmp(line, "read ", 5) == 0 && strstr(line, "/rank") && strstr(line, ".bin")) {
+            if (!read++) printf("read back: %s\n", line + 5);
+        }
+    }
+    return read;
+}
 
 // The log's checkpoint folders under `root` (as the lesson names them) removed before `real` (the
 // root as the kernel names it) was flushed after the newest folder was made: their count, each
@@ -404,7 +434,7 @@ int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: snapshot-host DIR same|busy-wait|busy-skip|ranks|skip-one|disk-full|close-fails"
-                        "|close-fails-blocking|root-synced\n");
+                        "|close-fails-blocking|root-synced|no-read-back\n");
         return 2;
     }
     const char *dir = argv[1], *which = argv[2];
@@ -478,6 +508,15 @@ int main(int argc, char **argv)
             int removed = 0, bad = removed_before_root_synced(root, real, &removed);
             expect(removed >= 8 && bad == 0, "%s: %d of %d folders removed before the root was flushed", name, bad,
                    removed);
+        }
+    } else if (strcmp(which, "no-read-back") == 0) {
+        for (int mode = CKPT_BLOCKING; mode <= CKPT_SNAPSHOT; mode++) {
+            const char *name = mode == CKPT_BLOCKING ? "blocking" : "snapshot";
+            calls_at = 0, calls[0] = '\0', logging = 1;
+            one_rank(dir, name, mode, BUSY_WAIT, 0, &r[mode]);
+            logging = 0;
+            int removed = 0, read = rank_files_read(&removed);
+            expect(removed >= 8 && read == 0, "%s: %d rank files read back, %d folders pruned", name, read, removed);
         }
     } else {
         fprintf(stderr, "snapshot-host: unknown case %s\n", which);

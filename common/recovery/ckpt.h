@@ -172,8 +172,13 @@ int ckpt_complete(const char *root, long long *out, ckpt_manifest *manifests, in
 // never costs the last good one. Never `newest`, never a newer one (an earlier attempt's), and
 // never through a symbolic link: an entry of root that is a link is left alone, and a folder's
 // entries are removed, never what a link among them points to. A folder older than the CKPT_KEEP
-// newest that verify is removed without being read. Returns how many folders it removed.
-int ckpt_prune(const char *root, long long newest);
+// newest that verify is removed without being read. The checkpoints of known[] (nknown of them:
+// this run wrote them, every file's size and sum handed to rank 0 by its writer, or its start
+// verified them) count as verifying by their manifest alone: it reads and names the batch, and every
+// rank's file has the size it lists (stat); no file of theirs is read back. A restart verifies
+// everything it resumes from anyway. (NULL, 0: every one is verified, as checkpoint-report --prune
+// does.) Returns how many folders it removed.
+int ckpt_prune(const char *root, long long newest, const long long *known, int nknown);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 4155003958)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 1584683441)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -191,6 +191,10 @@ typedef struct {
     ckpt_run run;              // every field that makes this run this run: another's checkpoint is refused
     long long held[HELD_MAX];  // the newest complete checkpoints this rank finds, newest first
     int held_n;
+    // rank 0's prune: the checkpoints known whole without reading them back (the start verified
+    // them, or this run wrote them: every writer handed rank 0 its file's size and sum), oldest first
+    long long known[HELD_MAX];
+    int known_n;
     long long resume_from;  // the checkpoint this run started from (-1: none)
     long start;             // the first batch this run trains
     // pinned: this rank's file as it will be written: header, weights, losses, trailer; the weights

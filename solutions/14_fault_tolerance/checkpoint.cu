@@ -190,7 +190,12 @@ int commit_checkpoint(fault_tolerance *ft, long batch, const long long *sizes, c
                  strerror(errno));
         return -1;
     }
-    ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two that verify
+    checkpointing *c = &ft->ckpt;
+    if (c->known_n == HELD_MAX) memmove(c->known, c->known + 1, sizeof c->known[0] * --c->known_n);
+    c->known[c->known_n++] = batch;  // whole: its files' sizes and sums came from the writers that wrote them
+    // older ones without a manifest, and beyond the newest two that verify; this run's own are
+    // verified by their manifest, never read back (a restart reads everything it resumes from)
+    ckpt_prune(c->root, batch, c->known, c->known_n);
     return 0;
 }
 
