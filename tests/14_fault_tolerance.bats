@@ -387,6 +387,19 @@ EOF
     refute_output --partial "ThreadSanitizer"
 }
 
+# The image was held until rank 0's manifest and prune were done, waiting for every rank's word: the
+# next snapshot waited for the whole cycle (2026-11-27, one H200: 1.07 s a checkpoint).
+# bats test_tags=host-sanitizer,claim:14-hand-back
+@test "14 the pinned image is handed back once the rank file is written: the next snapshot waits for no manifest (TSan)" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own writer.cu: not in a student's copy"
+    bin=$(snapshot_host)
+    run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" hand-back
+    [ "$status" -eq 0 ] || fail "exit code $status: $(head -n 20 <<<"$output")"
+    assert_output --partial "hand-back: holds"
+    refute_output --partial "ThreadSanitizer"
+}
+
 # Rank 0's prune read back and summed every checkpoint it kept (0.6 to 0.9 s a checkpoint of 206 MB
 # on one H200, 2026-11-27): the writer's own figures are trusted, a restart verifies.
 # bats test_tags=host-sanitizer,claim:14-no-read-back

@@ -19,6 +19,8 @@
 //                answer only then): the rank stops saying so, and that checkpoint gets no manifest
 //     root-synced one rank, blocking then snapshot: the checkpoint root is flushed (fsync) after each
 //                new folder is complete and before an older one is removed
+//     hand-back  rank 0 of two: the image is handed back once its file is written, the manifest
+//                waiting for rank 1's word holds none: the next snapshot does not wait
 //     no-read-back one rank, blocking then snapshot: rank 0's prune reads none of the rank files
 //                this run wrote (it verifies them by their manifest), and still prunes
 // Built with -Wl,--wrap=fclose,--wrap=fsync,--wrap=mkdir,--wrap=rmdir,--wrap=open: the calls of the
@@ -430,11 +432,57 @@ static void ranks(const char *dir, rank_state *r, int world, int skip_rank, long
     for (int k = 0; k < world; k++) checkpoints_teardown(&r[k].t, &r[k].ft);  // every rank drained first
 }
 
+// 1 when `path` is there within `ms`
+static int appears(const char *path, int ms)
+{
+    struct stat st;
+    for (int k = 0; k < ms && stat(path, &st) != 0; k++) host_sleep_ms(1);
+    return stat(path, &st) == 0;
+}
+
+// hand-back: rank 0 of two, rank 1 silent until the test speaks for it. Rank 0's writer writes its
+// file of checkpoint 2 and then waits for rank 1's word: the image is free meanwhile, so the snapshot
+// of checkpoint 5 is taken without waiting (one that waited would give up after the 2 s limit);
+// once the words come, both are completed, manifests last.
+static void hand_back(const char *dir, rank_state *r)
+{
+    char ckpt[1100], path[1300];
+    snprintf(ckpt, sizeof ckpt, "%s/ck", dir);
+    mkdir(ckpt, 0755);
+    rank_init(r, dir, ckpt, 0, 2, CKPT_SNAPSHOT, BUSY_WAIT, 0);
+    r->d.timeout_s = 2;
+    trainer *t = &r->t;
+    fault_tolerance *ft = &r->ft;
+    checkpoints_setup(t, ft);
+    long batches[2] = {2, 5};
+    for (int k = 0; k < 2; k++) {
+        snapshot_due(t, ft, batches[k], 0);  // checkpoint 5: while rank 0's writer waits for rank 1's word of 2
+        snapshot_copy(t, ft);
+        snapshot_hand_over(ft);
+        snprintf(path, sizeof path, "%s/ckpt-%08ld/rank0.bin", ckpt, batches[k]);
+        if (k == 0) expect(appears(path, 10000), "%s: not written", path);
+    }
+    expect(ft->ckpt.fig.busy_waits == 0, "the snapshot of checkpoint 5 waited for the writer");
+    for (int k = 0; k < 2; k++) {  // rank 1's words, as its writer would leave them
+        snprintf(path, sizeof path, "%s/checkpoint.host.b%ld.rank1", dir, batches[k]);
+        FILE *f = fopen(path, "w");
+        fprintf(f, "0123456789abcdef %ld ok 930 0123456789abcdef 0\n", batches[k]);
+        fclose(f);
+    }
+    checkpoints_drain(t, ft);
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/ckpt-%08ld/manifest", ckpt, batches[k]);
+        expect(appears(path, 0), "%s: no manifest", path);
+    }
+    expect(ft->ckpt.fig.written == 2, "rank 0: %ld checkpoints complete, 2 expected", ft->ckpt.fig.written);
+    checkpoints_teardown(t, ft);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: snapshot-host DIR same|busy-wait|busy-skip|ranks|skip-one|disk-full|close-fails"
-                        "|close-fails-blocking|root-synced|no-read-back\n");
+                        "|close-fails-blocking|root-synced|no-read-back|hand-back\n");
         return 2;
     }
     const char *dir = argv[1], *which = argv[2];
@@ -509,6 +557,8 @@ int main(int argc, char **argv)
             expect(removed >= 8 && bad == 0, "%s: %d of %d folders removed before the root was flushed", name, bad,
                    removed);
         }
+    } else if (strcmp(which, "hand-back") == 0) {
+        hand_back(dir, &r[0]);
     } else if (strcmp(which, "no-read-back") == 0) {
         for (int mode = CKPT_BLOCKING; mode <= CKPT_SNAPSHOT; mode++) {
             const char *name = mode == CKPT_BLOCKING ? "blocking" : "snapshot";

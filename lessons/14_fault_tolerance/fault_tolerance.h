@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 1584683441)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 2233072859)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -137,6 +137,9 @@ typedef struct {
     double busy_wait_ms;    // of which waiting for the writer
     double end_wait_ms;     // the wait at the end of the run for the last checkpoint's write
     double write_ms;        // the rank files' writes (header, losses, checksum, write, fsync, rename), together
+    double last_write_ms;   // the last one's
+    double commit_ms;       // rank 0's second stage (the others' words, the manifest, the prune), together
+    double last_commit_ms;  // the last one's
     double bytes_written;   // their bytes, together
     double copy_ms;         // the snapshots' copies (event-timed on their stream), together
     int copies;             // snapshots copied
@@ -145,9 +148,9 @@ typedef struct {
 } checkpoint_figures;
 
 // The checkpoint writer (writer.cu): a thread that waits for a snapshot's copy, lays the rank's
-// file out around it, writes it (write_atomically), says so to rank 0, and on rank 0 writes the
-// manifest once every rank has, then prunes. One checkpoint in flight at most: the pinned image.
-// Every field below `lock` is read and written under it.
+// file out around it, writes it (write_atomically), says so to rank 0, and gives the image back;
+// then, on rank 0, holding no image, it writes the manifest once every rank has, and prunes. One
+// snapshot in flight at most: the pinned image. Every field below `lock` is read and written under it.
 typedef struct checkpoint_writer {
     pthread_t thread;
     int started;
@@ -156,7 +159,8 @@ typedef struct checkpoint_writer {
     struct fault_tolerance *ft;
     pthread_mutex_t lock;
     pthread_cond_t wake;  // a job, or quit
-    int busy;             // a checkpoint is in flight: from the due point until its file (rank 0: manifest) is done
+    int busy;             // the image is in use: from the due point until this rank's file is written
+    int committing;       // rank 0: the manifest and the prune of the checkpoint before are not done yet
     int job;              // the snapshot's copy is issued: the writer may wait for it
     int quit;
     int mid_file;     // --fault kill-writing: the writer has stopped half way through its file
