@@ -70,23 +70,24 @@ flight_race() {
     echo "$bin"
 }
 
-# snapshot_host: tests/snapshot-host.c with the course's snapshot.cu, writer.cu and checkpoint.cu,
+# snapshot_host: tests/snapshot-host.c with the course's snapshot.cu, writer.cu, checkpoint.cu and interval.cu,
 # compiled as C with their CUDA and NCCL calls stubbed, under ThreadSanitizer (gcc, seconds); prints
 # its path.
 snapshot_host() {
     local bin=$BATS_FILE_TMPDIR/snapshot-host flags f
     if [ ! -x "$bin" ]; then
         flags=$(make -s --no-print-directory -C "$ROOT" host-includes) || fail "make host-includes failed"
-        for f in snapshot writer checkpoint; do
+        for f in snapshot writer checkpoint interval; do
             # shellcheck disable=SC2086
             (cd "$ROOT" && gcc -x c -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=thread $flags \
                 -c solutions/$P/$f.cu -o "$bin.$f.o") || fail "the lesson's $f.cu does not build host-only"
         done
         # shellcheck disable=SC2086
         (cd "$ROOT" && gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=thread $flags tests/snapshot-host.c \
-            "$bin.snapshot.o" "$bin.writer.o" "$bin.checkpoint.o" common/recovery/ckpt.c common/recovery/ckpt_sum.c \
+            "$bin.snapshot.o" "$bin.writer.o" "$bin.checkpoint.o" "$bin.interval.o" common/recovery/ckpt.c \
+            common/recovery/ckpt_sum.c \
             common/recovery/ckpt_run.c common/recovery/ckpt_folders.c common/base/own_file.c \
-            common/base/regular_file.c common/base/stderr_line.c -lpthread \
+            common/base/regular_file.c common/base/stderr_line.c -lpthread -lm \
             -Wl,--wrap=fclose,--wrap=fsync,--wrap=mkdir,--wrap=rmdir,--wrap=open -o "$bin") ||
             fail "tests/snapshot-host.c does not build"
     fi
@@ -387,6 +388,21 @@ EOF
     refute_output --partial "ThreadSanitizer"
 }
 
+# CheckFreq's rule (interval.cu's auto_interval) on figures whose answer is known, and a run that
+# follows it: the first checkpoint measures, every later one comes the chosen interval apart.
+# bats test_tags=host-sanitizer,claim:14-auto-interval,claim:14-auto-schedule
+@test "14 --checkpoint-every auto: the interval is the smallest the write fits in with room, at 3.5% of the step (TSan)" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own interval.cu: not in a student's copy"
+    bin=$(snapshot_host)
+    for c in interval auto; do
+        run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" $c
+        [ "$status" -eq 0 ] || fail "$c: exit code $status: $(head -n 20 <<<"$output")"
+        assert_output --partial "$c: holds"
+        refute_output --partial "ThreadSanitizer"
+    done
+}
+
 # The image was held until rank 0's manifest and prune were done, waiting for every rank's word: the
 # next snapshot waited for the whole cycle (2026-11-27, one H200: 1.07 s a checkpoint).
 # bats test_tags=host-sanitizer,claim:14-hand-back
@@ -509,6 +525,34 @@ EOF
     launch14 2 c -- $S14
     assert_success
     assert_same_bits a c
+}
+
+# --checkpoint-every auto (the default) on two ranks: the first checkpoint after batch 9 measures,
+# the ranks agree on the interval (one all-gather: ranks that chose apart would wait for each other's
+# words until the time limit), and the report says it and what a failure would lose.
+# bats test_tags=ranks,gpu,claim:14-auto-schedule
+@test "14 two ranks, --checkpoint-every auto: one interval chosen from the first checkpoint's cost, reported, kept" {
+    need_nccl_gpu
+    launch14 2 a -- $S14 --batches 60 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --timeout-s 30
+    assert_success
+    j=$BATS_TEST_TMPDIR/a.json
+    assert_equal "$(json_get "$j" checkpoint_auto)" true
+    every=$(json_get "$j" checkpoint_every)
+    # the rule, recomputed from the figures it was chosen by: CheckFreq's, as interval.cu has it
+    want=$(jq -r '[.checkpoint_auto_step_ms, .checkpoint_auto_stall_ms, .checkpoint_auto_copy_ms, .checkpoint_auto_write_ms]
+        | "\(.[0]) \(.[1]) \(.[2]) \(.[3])"' "$j" | awk '{ w = 1.5 * $4 / $1; c = ($2 + $3) / (0.035 * $1)
+            n = int(w - 1e-9) + (w - 1e-9 > int(w - 1e-9)); m = int(c - 1e-9) + (c - 1e-9 > int(c - 1e-9))
+            n = m > n ? m : n; n = n < 1 ? 1 : n; print n > 60 ? 60 : n }')
+    assert_equal "$every" "$want"
+    # due after batch 9, then every `every` batches, none after the last
+    assert_equal "$(json_get "$j" checkpoints_due)" $((1 + (60 - 11) / every))
+    assert_equal "$(json_get "$j" checkpoint_loss_batches)" \
+        "$(jq -r '.checkpoint_every + ((.checkpoint_auto_write_ms / .checkpoint_auto_step_ms) | ceil)' "$j")"
+    grep -q "^checkpoint interval: auto: every $every batches, chosen after the checkpoint of batch 9: its write" \
+        "$BATS_TEST_TMPDIR/a.txt" || fail "the report: $(cat "$BATS_TEST_TMPDIR/a.txt")"
+    grep -q "^a failure loses at most [0-9]* batches" "$BATS_TEST_TMPDIR/a.txt" || fail "$(cat "$BATS_TEST_TMPDIR/a.txt")"
+    run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck" --world 2
+    assert_success
 }
 
 # bats test_tags=ranks,gpu,timed,deadline,ex:14-ring

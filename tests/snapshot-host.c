@@ -1,9 +1,9 @@
-// snapshot-host.c: lesson 14's checkpoints (solutions/14_fault_tolerance/snapshot.cu, writer.cu
-// and checkpoint.cu, the real files, built host-only beside this one) driven by a training loop of its
-// own, without a GPU: what the writer thread does, and what the main thread does with it. The
-// CUDA and NCCL calls are stubbed: a copy lands when it is issued, an event has always fired (the
-// order on the device is the GPU checks' to prove). Built by tests/14_fault_tolerance.bats
-// (snapshot_host), under ThreadSanitizer or AddressSanitizer.
+// snapshot-host.c: lesson 14's checkpoints (solutions/14_fault_tolerance/snapshot.cu, writer.cu,
+// checkpoint.cu and interval.cu, the real files, built host-only beside this one) driven by a
+// training loop of its own, without a GPU: what the writer thread does, and what the main thread
+// does with it. The CUDA and NCCL calls are stubbed: a copy lands when it is issued, an event has
+// always fired (the order on the device is the GPU checks' to prove). Built by
+// tests/14_fault_tolerance.bats (snapshot_host), under ThreadSanitizer or AddressSanitizer.
 //
 //   snapshot-host DIR CASE
 //     same       one rank: a snapshot run's checkpoint files are the blocking run's, byte for byte
@@ -19,6 +19,9 @@
 //                answer only then): the rank stops saying so, and that checkpoint gets no manifest
 //     root-synced one rank, blocking then snapshot: the checkpoint root is flushed (fsync) after each
 //                new folder is complete and before an older one is removed
+//     interval   auto_interval (interval.cu), CheckFreq's rule, on figures whose answer is known
+//     auto       one rank, --checkpoint-every auto: the first checkpoint after AUTO_FIRST batches, then
+//                the interval the rule gives for what it cost, each checkpoint that many apart
 //     hand-back  rank 0 of two: the image is handed back once its file is written, the manifest
 //                waiting for rank 1's word holds none: the next snapshot does not wait
 //     no-read-back one rank, blocking then snapshot: rank 0's prune reads none of the rank files
@@ -294,8 +297,11 @@ typedef struct {
     float ring[LOSS_SLOTS];
     double losses[BATCHES];
     int taken[BATCHES];
-    int skip_at;      // skip-one: this rank finds its writer busy at this batch's checkpoint
-    char ckpt[1100];  // its --checkpoint-dir
+    int skip_at;        // skip-one: this rank finds its writer busy at this batch's checkpoint
+    char ckpt[1100];    // its --checkpoint-dir
+    int step_ms;        // auto: a batch takes this long
+    long due[BATCHES];  // the batches after which a checkpoint came due
+    int ndue;
 } rank_state;
 
 static void rank_init(rank_state *r, const char *dir, const char *ckpt, int rank, int world, int mode, int busy,
@@ -365,7 +371,9 @@ static void *train(void *arg)
             long upto = i == BATCHES - 1 ? i : i - 1;
             for (; next_loss <= upto; next_loss++) trainer_take_loss(t, next_loss);
         }
-        if ((i + 1) % c->every == 0 && i + 1 < BATCHES) {
+        if (r->step_ms) host_sleep_ms(r->step_ms);
+        if (checkpoint_due(t, ft, i)) {  // interval.cu's, as train.cu calls it
+            r->due[r->ndue++] = i;
             if (c->mode == CKPT_BLOCKING)
                 checkpoint_save(t, ft, i, &next_loss);
             else if (i == r->skip_at) {  // as if its writer were busy, under --checkpoint-busy skip
@@ -440,6 +448,19 @@ static int appears(const char *path, int ms)
     return stat(path, &st) == 0;
 }
 
+// 1 when the writer gives the image back within `ms`
+static int image_free(checkpoint_writer *w, int ms)
+{
+    for (int k = 0;; k++) {
+        pthread_mutex_lock(&w->lock);
+        int busy = w->busy;
+        pthread_mutex_unlock(&w->lock);
+        if (!busy) return 1;
+        if (k >= ms) return 0;
+        host_sleep_ms(1);
+    }
+}
+
 // hand-back: rank 0 of two, rank 1 silent until the test speaks for it. Rank 0's writer writes its
 // file of checkpoint 2 and then waits for rank 1's word: the image is free meanwhile, so the snapshot
 // of checkpoint 5 is taken without waiting (one that waited would give up after the 2 s limit);
@@ -460,7 +481,8 @@ static void hand_back(const char *dir, rank_state *r)
         snapshot_copy(t, ft);
         snapshot_hand_over(ft);
         snprintf(path, sizeof path, "%s/ckpt-%08ld/rank0.bin", ckpt, batches[k]);
-        if (k == 0) expect(appears(path, 10000), "%s: not written", path);
+        if (k == 0)
+            expect(appears(path, 10000) && image_free(&ft->ckpt.writer, 5000), "%s: written, the image held", path);
     }
     expect(ft->ckpt.fig.busy_waits == 0, "the snapshot of checkpoint 5 waited for the writer");
     for (int k = 0; k < 2; k++) {  // rank 1's words, as its writer would leave them
@@ -478,11 +500,60 @@ static void hand_back(const char *dir, rank_state *r)
     checkpoints_teardown(t, ft);
 }
 
+// interval: auto_interval, CheckFreq's rule, on figures whose interval is known
+static void interval_rule(void)
+{
+    struct {
+        checkpoint_cost cost;
+        int most, want;
+    } rows[] = {
+        {{4.6, 0.05, 3.8, 190}, 1000, 62},    // 12's GPU-bound step on one H200: 1.5 x 190 / 4.6 = 61.96
+        {{10, 1, 0, 10}, 100, 3},             // the cost rules: 1 / (0.035 x 10) = 2.86, the write 1.5
+        {{2, 0, 0, 4}, 100, 3},               // exactly 1.5 x 4 / 2 = 3: no more
+        {{100, 0, 0, 1}, 100, 1},             // at least 1
+        {{1, 0, 0, 1000}, 100, 100},          // at most the run's batches
+        {{0, 1, 1, 1}, 50, 50},               // no step measured: as rarely as the run allows
+        {{4.6, 1270, 0, 1200}, 10000, 7889},  // blocking: its stall is the whole write, 1270 / 0.161
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        int got = auto_interval(&rows[k].cost, rows[k].most);
+        expect(got == rows[k].want, "row %zu: every %d batches, expected %d", k, got, rows[k].want);
+    }
+}
+
+// auto: one rank, a batch of 2 ms, a write of 20 ms and more: the first checkpoint after batch 9,
+// the interval chosen by the rule from what it cost, every later one that many batches apart.
+static void auto_schedule(const char *dir, rank_state *r)
+{
+    char ckpt[1100];
+    snprintf(ckpt, sizeof ckpt, "%s/auto", dir);
+    mkdir(ckpt, 0755);
+    rank_init(r, dir, ckpt, 0, 1, CKPT_SNAPSHOT, BUSY_WAIT, 20);
+    checkpointing *c = &r->ft.ckpt;
+    c->every = 0, c->auto_every = 1, r->step_ms = 2;
+    train(r);
+    checkpoints_teardown(&r->t, &r->ft);
+    const checkpoint_cost *k = &c->cost;
+    printf("auto: every %d batches (step %.2f ms, stall %.3f ms, copy %.3f ms, write %.2f ms)\n", c->every, k->step_ms,
+           k->stall_ms, k->copy_ms, k->write_ms);
+    expect(r->ndue >= 1 && r->due[0] == AUTO_FIRST - 1, "the first checkpoint after batch %ld",
+           r->ndue ? r->due[0] : -1);
+    expect(c->every == auto_interval(k, BATCHES) && k->write_ms >= 20 && k->step_ms >= 2,
+           "every %d batches, where the rule says %d for what the first cost", c->every, auto_interval(k, BATCHES));
+    for (int n = 1; n < r->ndue; n++) {
+        expect(r->due[n] == r->due[n - 1] + c->every, "checkpoint %d after batch %ld, expected %ld", n, r->due[n],
+               r->due[n - 1] + c->every);
+    }
+    long last = r->ndue ? r->due[r->ndue - 1] : 0;
+    expect(last + c->every >= BATCHES - 1, "none after batch %ld, though %d batches apart fit", last, c->every);
+    expect(c->fig.due == r->ndue && c->fig.auto_wait_ms >= 0, "due %ld", c->fig.due);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: snapshot-host DIR same|busy-wait|busy-skip|ranks|skip-one|disk-full|close-fails"
-                        "|close-fails-blocking|root-synced|no-read-back|hand-back\n");
+                        "|close-fails-blocking|root-synced|no-read-back|hand-back|interval|auto\n");
         return 2;
     }
     const char *dir = argv[1], *which = argv[2];
@@ -557,6 +628,10 @@ int main(int argc, char **argv)
             expect(removed >= 8 && bad == 0, "%s: %d of %d folders removed before the root was flushed", name, bad,
                    removed);
         }
+    } else if (strcmp(which, "interval") == 0) {
+        interval_rule();
+    } else if (strcmp(which, "auto") == 0) {
+        auto_schedule(dir, &r[0]);
     } else if (strcmp(which, "hand-back") == 0) {
         hand_back(dir, &r[0]);
     } else if (strcmp(which, "no-read-back") == 0) {

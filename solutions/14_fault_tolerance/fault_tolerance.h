@@ -3,6 +3,7 @@
 // and loop, every NCCL call recorded, the faults injected, the fingerprint check;
 // checkpoint.cu: the atomic write, and the blocking checkpoint; snapshot.cu: the checkpoint that
 // costs one copy (a snapshot on a stream of its own, written by a thread); writer.cu: that thread;
+// interval.cu: when a checkpoint is due (--checkpoint-every auto: from what the first one cost);
 // resume.cu: where a restart starts; report.cu: the checks across ranks and the report; main.cu:
 // setup, options, main.
 #ifndef FAULT_TOLERANCE_H
@@ -56,7 +57,9 @@
 #define RING_SLOTS 256        // the flight recorder keeps this many calls, by default
 #define HELD_MAX 8            // complete checkpoints a rank tells the others it holds, the newest
 #define FINGERPRINT_EVERY 10  // batches between two fingerprint checks, by default (a check before batch 0 too)
-#define CHECKPOINT_EVERY 10   // batches between two checkpoints, by default
+#define AUTO_FIRST 10         // --checkpoint-every auto: the first checkpoint after this many batches
+#define AUTO_SPARE 1.5        // ... and the interval at least this many times the write's time
+#define AUTO_MAX_COST 0.035   // ... and a checkpoint's cost, spread over it, at most this share of a step
 
 // The faults --fault injects, on rank --fault-rank at batch --fault-at-batch, in the first
 // attempt of a launch only (LAUNCH_ATTEMPT unset or 0): a restart runs clean.
@@ -94,7 +97,7 @@ typedef struct {
     train_options train;
     dp_options dp;          // lesson 12's: --bucket-mib, --rendezvous, --timeout-s (dp_step_option_specs)
     const char *ckpt_root;  // --checkpoint-dir: NULL when none (an empty one is none too)
-    int ckpt_every;         // --checkpoint-every
+    int ckpt_every;         // --checkpoint-every: 0 auto
     int ckpt_mode;          // --checkpoint-mode: a ckpt_mode
     int ckpt_busy;          // --checkpoint-busy: a ckpt_busy
     int write_delay_ms;     // --write-delay-ms: a test delay, before each rank's file is written
@@ -123,6 +126,14 @@ typedef struct {
     int frozen;   // the ring is being written: nothing more is recorded
 } flight_recorder;
 
+// What a checkpoint costs, as --checkpoint-every auto measures it on the first one (interval.cu).
+typedef struct {
+    double step_ms;   // a batch, before the first checkpoint
+    double stall_ms;  // the main thread held up by the checkpoint
+    double copy_ms;   // the snapshot's copy (0: blocking, whose copy is in its stall)
+    double write_ms;  // the writer: the rank's file, and rank 0's manifest and prune
+} checkpoint_cost;
+
 // What a checkpoint cost (report.cu): the main thread's time it was held up (its stall), the
 // writer's time per rank file, the copy's, and how often one came due while another was written.
 typedef struct {
@@ -134,6 +145,7 @@ typedef struct {
     double stall_ms;        // the main thread, held up by checkpoints, all together
     double busy_wait_ms;    // of which waiting for the writer
     double end_wait_ms;     // the wait at the end of the run for the last checkpoint's write
+    double auto_wait_ms;    // --checkpoint-every auto: the wait, once, for the first checkpoint to be complete
     double write_ms;        // the rank files' writes (header, losses, checksum, write, fsync, rename), together
     double last_write_ms;   // the last one's
     double commit_ms;       // rank 0's second stage (the others' words, the manifest, the prune), together
@@ -186,7 +198,15 @@ typedef struct {
 // The checkpoints this run reads and writes (checkpoint.cu, snapshot.cu, writer.cu, resume.cu).
 typedef struct {
     const char *root;          // --checkpoint-dir: NULL, no checkpoints
-    int every;                 // --checkpoint-every
+    int every;                 // --checkpoint-every, or the interval auto chose (0 until it has)
+    int auto_every;            // --checkpoint-every auto
+    long next_due;             // auto: the batch after which the next checkpoint is due
+    long probe;                // auto: the batch of the first checkpoint, which measures (-1: not yet)
+    double probe_t0_ms;        // auto: when the first batch trained was issued
+    double probe_step_ms;      // auto: the step before the first checkpoint
+    checkpoint_cost cost;      // auto: the figures the interval was chosen by, the ranks' worst
+    double steady_t0_ms;       // when the steady state began: the loop's start, or auto's choice
+    long steady_from;          // ... the first batch of it
     int mode;                  // a ckpt_mode
     int busy_rule;             // a ckpt_busy
     int write_delay_ms;        // --write-delay-ms
@@ -246,6 +266,10 @@ void recorder_write(flight_recorder *r, const char *why);
 void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void *mine, void *all, size_t bytes,
                         cudaStream_t stream, const char *stream_name);
 void recorder_stop_hook(void *ctx);  // dist_env's on_stop: the ring is written on any stop
+
+// interval.cu
+int auto_interval(const checkpoint_cost *c, int most);        // CheckFreq's rule: the interval, in batches
+int checkpoint_due(trainer *t, fault_tolerance *ft, long i);  // a checkpoint after batch i; auto chooses when
 
 // train.cu
 void step_hooks(fault_tolerance *ft);  // lesson 12's step calls back into this lesson: the recorder, the faults

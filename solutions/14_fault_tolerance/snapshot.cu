@@ -188,6 +188,8 @@ void checkpoints_setup(trainer *t, fault_tolerance *ft)
     snapshot *s = &c->snap;
     checkpoint_writer *w = &c->writer;
     s->last_complete = c->resume_from;
+    c->probe = -1;
+    c->next_due = c->start + AUTO_FIRST - 1;  // --checkpoint-every auto's first checkpoint
     if (!c->root) return;
     ckpt_header last;  // the run's last checkpoint holds the most losses: the image's size
     memset(&last, 0, sizeof last);
@@ -245,8 +247,7 @@ void checkpoints_teardown(trainer *t, fault_tolerance *ft)
     if (!c->root) return;
     // rank 0: the words of checkpoints it skipped (every rank has drained: the report's all-gather came after)
     int words = c->mode == CKPT_SNAPSHOT && ft->dist->world > 1 && ft->dist->rank == 0;
-    for (long b = c->start; words && b < t->opt.batches; b++)
-        if ((b + 1) % c->every == 0) clear_words(ft, b);
+    for (long b = c->start; words && b < t->opt.batches; b++) clear_words(ft, b);  // auto: any batch
     CUDA_CHECK(cudaEventDestroy(c->params_copied));
     pinned_free(c->image);
     if (c->mode != CKPT_SNAPSHOT) return;
