@@ -605,6 +605,26 @@ EOF
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/y.json" fingerprint_checks)" 30
 }
 
+# A skip on a batch between two checks (every 4 batches, the skip at batch 5): the check before batch
+# 4 saw the same calls about to be made, and rank 1's calls pair one off with rank 0's from batch 5
+# on, the next check's own all-gather with an all-reduce: the time limit stops the run (or NCCL, or
+# that check reading the wrong bytes), and flight-report names the first pair, as note 14 says.
+# bats test_tags=ranks,gpu,timed,deadline,claim:14-fp-between
+@test "14 a skip between two fingerprint checks: neither check names it; its calls pair one off, flight-report names #17" {
+    need_nccl_gpu
+    SECONDS=0
+    launch14 2 x --grace-s 60 -- $S14 --fingerprint-every 4 --fault skip --fault-rank 1 --fault-at-batch 5 --timeout-s 10
+    [ "$status" -ne 0 ] || fail "the run passed"
+    assert_num "$SECONDS" "<" 40 "seconds until every rank had stopped (--timeout-s 10)"
+    ! grep -q "fingerprint check before batch [0-5]:" "$BATS_TEST_TMPDIR/x.txt" ||
+        fail "a check before the skip named it: $(cat "$BATS_TEST_TMPDIR/x.txt")"
+    # the checks before batches 0 and 4 are all-gathers #0 and #13, batches 0 to 3 all-reduces #1 to
+    # #12, batch 4 #14 to #16: batch 5's first all-reduce is #17
+    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv"
+    assert_equal "$status" 4
+    assert_equal "$output" "rank 1 issued all-reduce #17 (batch 5, bucket 1, 257.0 KiB) where rank 0 issued all-reduce #17 (batch 5, bucket 0, 265.0 KiB)"
+}
+
 # One bucket: the rank that skips its all-reduce is about to make no call where the other makes
 # one. Counted before, the checks agreed and rank 0's all-reduce paired with rank 1's next all-gather.
 # bats test_tags=ranks,gpu,timed,deadline,claim:14-fp-next
