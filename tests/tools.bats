@@ -119,7 +119,7 @@ row() {
 # Lesson 14's rows (tests/fixtures/bench14): a snapshot at auto's interval (10 batches) that stalls
 # 0.05 ms against a copy of 8 ms, costs 2% of a 45 ms step, writes at 700 MB/s where dd wrote 824;
 # every 10 batches where the disk allows less: 90 of 99 waited; the fingerprint check 1.1%.
-@test "tools: bench's table of 14 from stored runs: auto's interval, the checkpoint's stall, steady cost, writer's rate, fingerprint, judged" {
+@test "tools: bench's table of 14 from stored runs: auto's interval, stall, steady cost, writer's rate, fingerprint, judged" {
     o=$BATS_TEST_TMPDIR/b
     cp -r "$FIXTURES/bench14" "$o"
     bench_table "$o"

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 1853882341)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 2143302602)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/base/args.h"        // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error
+#include "common/base/args.h"        // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error,
+                                     //          parse_int
 #include "common/base/check.h"       // defines: CUDA_CHECK, check_message
 #include "common/recovery/ckpt.h"    // defines: ckpt_header, ckpt_manifest, ckpt_read_rank, ckpt_complete,
                                      //          ckpt_header_text, ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file,

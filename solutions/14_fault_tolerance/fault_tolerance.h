@@ -15,7 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/base/args.h"        // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error
+#include "common/base/args.h"        // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error,
+                                     //          parse_int
 #include "common/base/check.h"       // defines: CUDA_CHECK, check_message
 #include "common/recovery/ckpt.h"    // defines: ckpt_header, ckpt_manifest, ckpt_read_rank, ckpt_complete,
                                      //          ckpt_header_text, ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file,
