@@ -268,15 +268,16 @@ EOF
 }
 
 # "a:b" and "a_b" once named the same files: every character but letters, digits, '.', '_' and '-'
-# became '_'. tests/run-ids.c prints the name dist_init (common/dist/dist_env.c) gives them.
+# became '_'. tests/run-ids.c prints the name dist_init (common/dist/dist_env.c) gives them (named
+# $ROOT/tests/run-ids.c below, so that make-handout copies it).
 # bats test_tags=claim:14-run-id-names
 @test "14 two run ids never name the same files: a character a file name cannot hold is written %XX, no GPU needed" {
     need_nccl  # dist.h includes nccl.h
     local flags cuda=${CUDA_HOME:-/usr/local/cuda} bin=$BATS_TEST_TMPDIR/run-ids
     flags=$(make -s --no-print-directory -C "$ROOT" host-includes) || fail "make host-includes failed"
     # shellcheck disable=SC2086
-    (cd "$ROOT" && gcc -std=c11 -Wall -Wextra -Werror $flags tests/run-ids.c common/dist/dist_env.c common/base/args.c \
-        common/base/own_file.c common/base/stderr_line.c common/base/timing.c common/base/check.c \
+    (cd "$ROOT" && gcc -std=c11 -Wall -Wextra -Werror $flags "$ROOT/tests/run-ids.c" common/dist/dist_env.c \
+        common/base/args.c common/base/own_file.c common/base/stderr_line.c common/base/timing.c common/base/check.c \
         common/base/host_memory.c common/base/json.c -L"$cuda/lib64" -Wl,-rpath="$cuda/lib64" -lcudart -lm \
         -o "$bin") || fail "tests/run-ids.c does not build"
     name() { env RANK=0 WORLD_SIZE=2 RUN_ID="$1" "$bin"; }
