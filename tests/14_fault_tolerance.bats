@@ -62,29 +62,33 @@ flight_race() {
         (cd "$ROOT" && gcc -x c -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=address -fno-omit-frame-pointer \
             $flags -c solutions/$P/recorder.cu -o "$bin.o" &&
             gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=address -fno-omit-frame-pointer $flags \
-                tests/flight-race.c common/recovery/flight.c common/base/own_file.c common/base/stderr_line.c "$bin.o" \
+                tests/flight-race.c common/recovery/flight.c common/base/own_file.c common/base/regular_file.c \
+                common/base/stderr_line.c "$bin.o" \
                 -lpthread -o "$bin") ||
             fail "tests/flight-race.c and the lesson's recorder.cu do not build"
     fi
     echo "$bin"
 }
 
-# snapshot_host: tests/snapshot-host.c with the course's snapshot.cu, writer.cu and checkpoint.cu,
+# snapshot_host: tests/snapshot-host.c with the course's snapshot.cu, writer.cu, checkpoint.cu and interval.cu,
 # compiled as C with their CUDA and NCCL calls stubbed, under ThreadSanitizer (gcc, seconds); prints
 # its path.
 snapshot_host() {
     local bin=$BATS_FILE_TMPDIR/snapshot-host flags f
     if [ ! -x "$bin" ]; then
         flags=$(make -s --no-print-directory -C "$ROOT" host-includes) || fail "make host-includes failed"
-        for f in snapshot writer checkpoint; do
+        for f in snapshot writer checkpoint interval; do
             # shellcheck disable=SC2086
             (cd "$ROOT" && gcc -x c -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=thread $flags \
                 -c solutions/$P/$f.cu -o "$bin.$f.o") || fail "the lesson's $f.cu does not build host-only"
         done
         # shellcheck disable=SC2086
         (cd "$ROOT" && gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=thread $flags tests/snapshot-host.c \
-            "$bin.snapshot.o" "$bin.writer.o" "$bin.checkpoint.o" common/recovery/ckpt.c common/recovery/ckpt_run.c \
-            common/recovery/ckpt_folders.c common/base/own_file.c common/base/stderr_line.c -lpthread -o "$bin") ||
+            "$bin.snapshot.o" "$bin.writer.o" "$bin.checkpoint.o" "$bin.interval.o" common/recovery/ckpt.c \
+            common/recovery/ckpt_sum.c \
+            common/recovery/ckpt_run.c common/recovery/ckpt_folders.c common/base/own_file.c \
+            common/base/regular_file.c common/base/stderr_line.c -lpthread -lm \
+            -Wl,--wrap=fclose,--wrap=fsync,--wrap=mkdir,--wrap=rmdir,--wrap=open -o "$bin") ||
             fail "tests/snapshot-host.c does not build"
     fi
     echo "$bin"
@@ -189,6 +193,23 @@ snapshot_host() {
     assert_equal "$status" 3
 }
 
+# A named pipe where a checkpoint's file belongs blocked the restart in its open, forever.
+# bats test_tags=claim:14-not-regular-resume
+@test "14 a named pipe as a rank file or a manifest: passed over with one line, never waited on, before any GPU work" {
+    need_nccl
+    tiny="--in 4 --hidden 8 --layers 1 --out 2 --batch 64 --batches 40 --seed 1 --lr 0.02 --prep-work 5 --bucket-mib 25"
+    for file in ckpt-00000019/rank1.bin ckpt-00000019/manifest; do
+        rm -rf "$BATS_TEST_TMPDIR/ck" && cp -r "$CK" "$BATS_TEST_TMPDIR/ck"
+        rm "$BATS_TEST_TMPDIR/ck/$file" && mkfifo "$BATS_TEST_TMPDIR/ck/$file"
+        # shellcheck disable=SC2086
+        run --separate-stderr env CUDA_VISIBLE_DEVICES= RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" \
+            "$ROOT/tests/timed" 20 "$BIN/$P" $tiny --checkpoint-dir "$BATS_TEST_TMPDIR/ck"
+        [ "$status" -eq 3 ] || fail "$file: exit code $status, expected 3 (on to the GPU, none here): $stderr"
+        [[ "$stderr" == *"checkpoint of batch 19 passed over: $BATS_TEST_TMPDIR/ck/$file: a named pipe, not a regular file"* ]] ||
+            fail "$file: $stderr"
+    done
+}
+
 # bats test_tags=claim:14-refuse-run
 @test "14 a checkpoint of another --batch, --lr, --prep-work or bucket size: refused naming the option, exit 2, no GPU work" {
     need_nccl
@@ -246,6 +267,36 @@ EOF
     assert_equal "$status" 3
 }
 
+# "a:b" and "a_b" once named the same files: every character but letters, digits, '.', '_' and '-'
+# became '_'. tests/run-ids.c prints the name dist_init (common/dist/dist_env.c) gives them (named
+# $ROOT/tests/run-ids.c below, so that make-handout copies it).
+# bats test_tags=claim:14-run-id-names
+@test "14 two run ids never name the same files: a character a file name cannot hold is written %XX, no GPU needed" {
+    need_nccl  # dist.h includes nccl.h
+    local flags cuda=${CUDA_HOME:-/usr/local/cuda} bin=$BATS_TEST_TMPDIR/run-ids
+    flags=$(make -s --no-print-directory -C "$ROOT" host-includes) || fail "make host-includes failed"
+    # shellcheck disable=SC2086
+    (cd "$ROOT" && gcc -std=c11 -Wall -Wextra -Werror $flags "$ROOT/tests/run-ids.c" common/dist/dist_env.c \
+        common/base/args.c common/base/own_file.c common/base/stderr_line.c common/base/timing.c common/base/check.c \
+        common/base/host_memory.c common/base/json.c -L"$cuda/lib64" -Wl,-rpath="$cuda/lib64" -lcudart -lm \
+        -o "$bin") || fail "tests/run-ids.c does not build"
+    name() { env RANK=0 WORLD_SIZE=2 RUN_ID="$1" "$bin"; }
+    declare -A seen
+    for id in a:b a_b a-b a.b 'a b' a%3Ab a/b launch-host-123-456 x.a1; do
+        got=$(name "$id") || fail "$id: refused"
+        [ -z "${seen[$got]:-}" ] || fail "'$id' and '${seen[$got]}' name the same files: $got"
+        seen[$got]=$id
+        [[ "$got" =~ ^[A-Za-z0-9._%-]+$ ]] || fail "'$id' names its files '$got'"
+    done
+    assert_equal "$(name a:b) $(name a_b) $(name launch-host-123-456) $(name a%3Ab)" "a%3Ab a_b launch-host-123-456 a%253Ab"
+    assert_equal "$(env OMPI_COMM_WORLD_RANK=0 OMPI_COMM_WORLD_SIZE=2 PMIX_NAMESPACE='prterun-h-12@1' "$bin")" \
+        "prterun-h-12%401"
+    # 30 characters that each take three: refused, never cut
+    run --separate-stderr name "$(printf ':%.0s' {1..30})"
+    assert_equal "$status" 2
+    [[ "$stderr" == *"names its files with 90 characters"*"where at most 63 fit"* ]] || fail "$stderr"
+}
+
 @test "14 without a GPU says so and exits with code 3" {
     need_nccl
     check_no_gpu_exit "$P" $S14
@@ -300,6 +351,88 @@ EOF
     assert_output --partial "rank 1 stopped: the checkpoint of batch 11 was not written: rank 1 could not write its file (No space left on device)"
     refute_output --partial "ThreadSanitizer"
     [ -z "$(find "$BATS_TEST_TMPDIR/full" -name '*.tmp')" ] || fail "left: $(find "$BATS_TEST_TMPDIR/full" -name '*.tmp')"
+}
+
+# A close that fails (EIO: a disk's late error shows at the last flush) once left a folder with a
+# manifest and no rank file: the errno was taken before fclose, and the writer read an errno of 0
+# as success. Every failure is what the call answers, its errno taken right after it.
+# bats test_tags=host-sanitizer,claim:14-close-error
+@test "14 a checkpoint file whose close fails: the rank stops naming the close's error, no manifest for it (TSan)" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own snapshot.cu: not in a student's copy"
+    bin=$(snapshot_host)
+    for c in close-fails close-fails-blocking; do
+        rm -rf "$BATS_TEST_TMPDIR/$c" && mkdir "$BATS_TEST_TMPDIR/$c"
+        run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR/$c" "$c"
+        assert_equal "$status" 1
+        assert_output --partial "rank 0 stopped: the checkpoint of batch 11 was not written: rank 0 could not write its file (Input/output error)"
+        refute_output --partial "ThreadSanitizer"
+        ck=$BATS_TEST_TMPDIR/$c/ck
+        [ ! -e "$ck/ckpt-00000011/manifest" ] || fail "$c: a manifest of checkpoint 11: $(ls "$ck/ckpt-00000011")"
+        [ -z "$(find "$ck" -name '*.tmp')" ] || fail "$c: left: $(find "$ck" -name '*.tmp')"
+        run "$TOOLS/checkpoint-report" "$ck"
+        assert_equal "${lines[-1]}" "resume: at batch 9 from ckpt-00000008"
+    done
+}
+
+# mkdir puts a new checkpoint's folder into the root; rank 0's prune then takes older ones out of it.
+# Until the root is flushed neither change need be on the disk, in any order: a crash could keep the
+# removals and lose the new folder.
+# bats test_tags=host-sanitizer,claim:14-root-synced
+@test "14 the checkpoint root is flushed after a new folder is complete and before an older one is removed (TSan)" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own checkpoint.cu: not in a student's copy"
+    bin=$(snapshot_host)
+    run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" root-synced
+    [ "$status" -eq 0 ] || fail "exit code $status: $(head -n 20 <<<"$output")"
+    assert_output --partial "root-synced: holds"
+    refute_output --partial "ThreadSanitizer"
+}
+
+# CheckFreq's rule (interval.cu's auto_interval) on figures whose answer is known, and a run that
+# follows it: the first checkpoint measures, every later one comes the chosen interval apart.
+# bats test_tags=host-sanitizer,claim:14-auto-interval,claim:14-auto-schedule
+@test "14 --checkpoint-every auto: the interval is the smallest the write fits in with room, at 3.5% of the step (TSan)" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own interval.cu: not in a student's copy"
+    bin=$(snapshot_host)
+    for c in interval auto; do
+        run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" $c
+        [ "$status" -eq 0 ] || fail "$c: exit code $status: $(head -n 20 <<<"$output")"
+        assert_output --partial "$c: holds"
+        refute_output --partial "ThreadSanitizer"
+    done
+}
+
+# The image was held until rank 0's manifest and prune were done, waiting for every rank's word: the
+# next snapshot waited for the whole cycle (2026-11-27, one H200: 1.07 s a checkpoint).
+# bats test_tags=host-sanitizer,claim:14-hand-back
+@test "14 the pinned image is handed back once the rank file is written: the next snapshot waits for no manifest (TSan)" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own writer.cu: not in a student's copy"
+    bin=$(snapshot_host)
+    run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" hand-back
+    [ "$status" -eq 0 ] || fail "exit code $status: $(head -n 20 <<<"$output")"
+    assert_output --partial "hand-back: holds"
+    refute_output --partial "ThreadSanitizer"
+}
+
+# Rank 0's prune read back and summed every checkpoint it kept (0.6 to 0.9 s a checkpoint of 206 MB
+# on one H200, 2026-11-27): the writer's own figures are trusted, a restart verifies.
+# bats test_tags=host-sanitizer,claim:14-no-read-back
+@test "14 rank 0's prune reads back none of the files this run wrote, and still prunes (TSan)" {
+    need_nccl
+    [ -d "$ROOT/solutions" ] || skip "the course's own checkpoint.cu: not in a student's copy"
+    bin=$(snapshot_host)
+    run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" no-read-back
+    [ "$status" -eq 0 ] || fail "exit code $status: $(head -n 20 <<<"$output")"
+    assert_output --partial "no-read-back: holds"
+    refute_output --partial "ThreadSanitizer"
+    for mode in blocking snapshot; do  # what it kept is whole all the same
+        run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/$mode"
+        assert_success
+        assert_equal "${lines[*]}" "ckpt-00000029: complete: batch 29, 1 rank, shape 10,90,10 ckpt-00000026: complete: batch 26, 1 rank, shape 10,90,10 resume: at batch 30 from ckpt-00000029"
+    done
 }
 
 # bats test_tags=claim:14-launch-run-id
@@ -395,6 +528,34 @@ EOF
     assert_same_bits a c
 }
 
+# --checkpoint-every auto (the default) on two ranks: the first checkpoint after batch 9 measures,
+# the ranks agree on the interval (one all-gather: ranks that chose apart would wait for each other's
+# words until the time limit), and the report says it and what a failure would lose.
+# bats test_tags=ranks,gpu,claim:14-auto-schedule
+@test "14 two ranks, --checkpoint-every auto: one interval chosen from the first checkpoint's cost, reported, kept" {
+    need_nccl_gpu
+    launch14 2 a -- $S14 --batches 60 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --timeout-s 30
+    assert_success
+    j=$BATS_TEST_TMPDIR/a.json
+    assert_equal "$(json_get "$j" checkpoint_auto)" true
+    every=$(json_get "$j" checkpoint_every)
+    # the rule, recomputed from the figures it was chosen by: CheckFreq's, as interval.cu has it
+    want=$(jq -r '[.checkpoint_auto_step_ms, .checkpoint_auto_stall_ms, .checkpoint_auto_copy_ms, .checkpoint_auto_write_ms]
+        | "\(.[0]) \(.[1]) \(.[2]) \(.[3])"' "$j" | awk '{ w = 1.5 * $4 / $1; c = ($2 + $3) / (0.035 * $1)
+            n = int(w - 1e-9) + (w - 1e-9 > int(w - 1e-9)); m = int(c - 1e-9) + (c - 1e-9 > int(c - 1e-9))
+            n = m > n ? m : n; n = n < 1 ? 1 : n; print n > 60 ? 60 : n }')
+    assert_equal "$every" "$want"
+    # due after batch 9, then every `every` batches, none after the last
+    assert_equal "$(json_get "$j" checkpoints_due)" $((1 + (60 - 11) / every))
+    assert_equal "$(json_get "$j" checkpoint_loss_batches)" \
+        "$(jq -r '.checkpoint_every + ((.checkpoint_auto_write_ms / .checkpoint_auto_step_ms) | ceil)' "$j")"
+    grep -q "^checkpoint interval: auto: every $every batches, chosen after the checkpoint of batch 9: its write" \
+        "$BATS_TEST_TMPDIR/a.txt" || fail "the report: $(cat "$BATS_TEST_TMPDIR/a.txt")"
+    grep -q "^a failure loses at most [0-9]* batches" "$BATS_TEST_TMPDIR/a.txt" || fail "$(cat "$BATS_TEST_TMPDIR/a.txt")"
+    run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ck" --world 2
+    assert_success
+}
+
 # bats test_tags=ranks,gpu,timed,deadline,ex:14-ring
 @test "14 buckets in another order, or one all-reduce skipped, on one rank: the run stops, flight-report names the call" {
     need_nccl_gpu
@@ -443,6 +604,26 @@ EOF
     launch14 2 y -- $S14 --fingerprint-every 1
     assert_success
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/y.json" fingerprint_checks)" 30
+}
+
+# A skip on a batch between two checks (every 4 batches, the skip at batch 5): the check before batch
+# 4 saw the same calls about to be made, and rank 1's calls pair one off with rank 0's from batch 5
+# on, the next check's own all-gather with an all-reduce: the time limit stops the run (or NCCL, or
+# that check reading the wrong bytes), and flight-report names the first pair, as note 14 says.
+# bats test_tags=ranks,gpu,timed,deadline,claim:14-fp-between
+@test "14 a skip between two fingerprint checks: neither check names it; its calls pair one off, flight-report names #17" {
+    need_nccl_gpu
+    SECONDS=0
+    launch14 2 x --grace-s 60 -- $S14 --fingerprint-every 4 --fault skip --fault-rank 1 --fault-at-batch 5 --timeout-s 10
+    [ "$status" -ne 0 ] || fail "the run passed"
+    assert_num "$SECONDS" "<" 40 "seconds until every rank had stopped (--timeout-s 10)"
+    ! grep -q "fingerprint check before batch [0-5]:" "$BATS_TEST_TMPDIR/x.txt" ||
+        fail "a check before the skip named it: $(cat "$BATS_TEST_TMPDIR/x.txt")"
+    # the checks before batches 0 and 4 are all-gathers #0 and #13, batches 0 to 3 all-reduces #1 to
+    # #12, batch 4 #14 to #16: batch 5's first all-reduce is #17
+    run "$TOOLS/flight-report" "$BATS_TEST_TMPDIR/rv"
+    assert_equal "$status" 4
+    assert_equal "$output" "rank 1 issued all-reduce #17 (batch 5, bucket 1, 257.0 KiB) where rank 0 issued all-reduce #17 (batch 5, bucket 0, 265.0 KiB)"
 }
 
 # One bucket: the rank that skips its all-reduce is about to make no call where the other makes

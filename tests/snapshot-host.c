@@ -1,9 +1,9 @@
-// snapshot-host.c: lesson 14's checkpoints (solutions/14_fault_tolerance/snapshot.cu, writer.cu
-// and checkpoint.cu, the real files, built host-only beside this one) driven by a training loop of its
-// own, without a GPU: what the writer thread does, and what the main thread does with it. The
-// CUDA and NCCL calls are stubbed: a copy lands when it is issued, an event has always fired (the
-// order on the device is the GPU checks' to prove). Built by tests/14_fault_tolerance.bats
-// (snapshot_host), under ThreadSanitizer or AddressSanitizer.
+// snapshot-host.c: lesson 14's checkpoints (solutions/14_fault_tolerance/snapshot.cu, writer.cu,
+// checkpoint.cu and interval.cu, the real files, built host-only beside this one) driven by a
+// training loop of its own, without a GPU: what the writer thread does, and what the main thread
+// does with it. The CUDA and NCCL calls are stubbed: a copy lands when it is issued, an event has
+// always fired (the order on the device is the GPU checks' to prove). Built by
+// tests/14_fault_tolerance.bats (snapshot_host), under ThreadSanitizer or AddressSanitizer.
 //
 //   snapshot-host DIR CASE
 //     same       one rank: a snapshot run's checkpoint files are the blocking run's, byte for byte
@@ -14,10 +14,25 @@
 //     skip-one   three ranks, rank 2 skips one checkpoint: rank 0 writes no manifest of it
 //     disk-full  rank 1's write fails (ENOSPC, --fault disk-full): its main thread stops the run
 //                with the writer's message (exit code 1), the writer never exits
+//     close-fails, close-fails-blocking
+//                one rank; the fclose of its file of checkpoint 11 fails (EIO, what a disk may
+//                answer only then): the rank stops saying so, and that checkpoint gets no manifest
+//     root-synced one rank, blocking then snapshot: the checkpoint root is flushed (fsync) after each
+//                new folder is complete and before an older one is removed
+//     interval   auto_interval (interval.cu), CheckFreq's rule, on figures whose answer is known
+//     auto       one rank, --checkpoint-every auto: the first checkpoint after AUTO_FIRST batches, then
+//                the interval the rule gives for what it cost, each checkpoint that many apart
+//     hand-back  rank 0 of two: the image is handed back once its file is written, the manifest
+//                waiting for rank 1's word holds none: the next snapshot does not wait
+//     no-read-back one rank, blocking then snapshot: rank 0's prune reads none of the rank files
+//                this run wrote (it verifies them by their manifest), and still prunes
+// Built with -Wl,--wrap=fclose,--wrap=fsync,--wrap=mkdir,--wrap=rmdir,--wrap=open: the calls of the
+// lesson's files go through the __wrap_ functions below.
 // Exit 0 when the case holds; 1 with the reason.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -169,6 +184,108 @@ void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void 
     memcpy(all, mine, bytes);
 }
 
+// fclose, wrapped: the close of a file whose path holds `failing_close` fails with EIO (the file
+// closed all the same), as a disk's late error or a full quota shows only at the last flush.
+static char failing_close[256];
+int __real_fclose(FILE *f);
+int __wrap_fclose(FILE *f)
+{
+    char link[64], path[4096] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fileno(f));
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    path[n > 0 ? n : 0] = '\0';
+    int fail = failing_close[0] && strstr(path, failing_close) != NULL;
+    int r = __real_fclose(f);
+    if (!fail) return r;
+    errno = EIO;
+    return EOF;
+}
+
+// fsync, mkdir and rmdir, wrapped: while `logging`, each call is appended to `calls`, one line
+// "fsync|mkdir|rmdir PATH" (fsync: what its descriptor names), in order.
+static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
+static char calls[1 << 16];
+static size_t calls_at;
+static int logging;
+static void log_call(const char *what, const char *path)
+{
+    pthread_mutex_lock(&calls_lock);
+    if (logging && calls_at < sizeof calls)
+        calls_at += (size_t)snprintf(calls + calls_at, sizeof calls - calls_at, "%s %s\n", what, path);
+    pthread_mutex_unlock(&calls_lock);
+}
+int __real_fsync(int fd);
+int __wrap_fsync(int fd)
+{
+    char link[64], path[4096] = "";
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, path, sizeof path - 1);
+    path[n > 0 ? n : 0] = '\0';
+    log_call("fsync", path);
+    return __real_fsync(fd);
+}
+int __real_mkdir(const char *path, mode_t mode);
+int __wrap_mkdir(const char *path, mode_t mode)
+{
+    log_call("mkdir", path);
+    return __real_mkdir(path, mode);
+}
+int __real_rmdir(const char *path);
+int __wrap_rmdir(const char *path)
+{
+    log_call("rmdir", path);
+    return __real_rmdir(path);
+}
+int __real_open(const char *path, int flags, ...);
+int __wrap_open(const char *path, int flags, ...)
+{
+    mode_t mode = 0;
+    if (flags & O_CREAT) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = (mode_t)va_arg(ap, int);
+        va_end(ap);
+    }
+    if ((flags & O_ACCMODE) == O_RDONLY) log_call("read", path);
+    return __real_open(path, flags, mode);
+}
+
+// How many rank files the log says were opened to read; *removed: the folders removed.
+static int rank_files_read(int *removed)
+{
+    int read = 0;
+    *removed = 0;
+    for (char *line = strtok(calls, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "rmdir ", 6) == 0) (*removed)++;
+        if (strncmp(line, "read ", 5) == 0 && strstr(line, "/rank") && strstr(line, ".bin")) {
+            if (!read++) printf("read back: %s\n", line + 5);
+        }
+    }
+    return read;
+}
+
+// The log's checkpoint folders under `root` (as the lesson names them) removed before `real` (the
+// root as the kernel names it) was flushed after the newest folder was made: their count, each
+// said; *removed: the folders removed.
+static int removed_before_root_synced(const char *root, const char *real, int *removed)
+{
+    int bad = 0, made = 0;
+    size_t n = strlen(root);
+    *removed = 0;
+    for (char *line = strtok(calls, "\n"); line; line = strtok(NULL, "\n")) {
+        const char *path = strchr(line, ' ') + 1;
+        int ours = strncmp(path, root, n) == 0 && strncmp(path + n, "/ckpt-", 6) == 0;
+        if (strncmp(line, "mkdir ", 6) == 0 && ours) made = 1;
+        if (strncmp(line, "fsync ", 6) == 0 && strcmp(path, real) == 0) made = 0;
+        if (strncmp(line, "rmdir ", 6) == 0 && ours) {
+            (*removed)++;
+            if (made) printf("%s removed before %s was flushed after its newest folder was made\n", path, real);
+            bad += made;
+        }
+    }
+    return bad;
+}
+
 // ----------------------------------------------------------------------------
 // a rank: its state, and a training loop shaped as lesson 14's
 
@@ -180,8 +297,11 @@ typedef struct {
     float ring[LOSS_SLOTS];
     double losses[BATCHES];
     int taken[BATCHES];
-    int skip_at;      // skip-one: this rank finds its writer busy at this batch's checkpoint
-    char ckpt[1100];  // its --checkpoint-dir
+    int skip_at;        // skip-one: this rank finds its writer busy at this batch's checkpoint
+    char ckpt[1100];    // its --checkpoint-dir
+    int step_ms;        // auto: a batch takes this long
+    long due[BATCHES];  // the batches after which a checkpoint came due
+    int ndue;
 } rank_state;
 
 static void rank_init(rank_state *r, const char *dir, const char *ckpt, int rank, int world, int mode, int busy,
@@ -251,7 +371,9 @@ static void *train(void *arg)
             long upto = i == BATCHES - 1 ? i : i - 1;
             for (; next_loss <= upto; next_loss++) trainer_take_loss(t, next_loss);
         }
-        if ((i + 1) % c->every == 0 && i + 1 < BATCHES) {
+        if (r->step_ms) host_sleep_ms(r->step_ms);
+        if (checkpoint_due(t, ft, i)) {  // interval.cu's, as train.cu calls it
+            r->due[r->ndue++] = i;
             if (c->mode == CKPT_BLOCKING)
                 checkpoint_save(t, ft, i, &next_loss);
             else if (i == r->skip_at) {  // as if its writer were busy, under --checkpoint-busy skip
@@ -318,10 +440,120 @@ static void ranks(const char *dir, rank_state *r, int world, int skip_rank, long
     for (int k = 0; k < world; k++) checkpoints_teardown(&r[k].t, &r[k].ft);  // every rank drained first
 }
 
+// 1 when `path` is there within `ms`
+static int appears(const char *path, int ms)
+{
+    struct stat st;
+    for (int k = 0; k < ms && stat(path, &st) != 0; k++) host_sleep_ms(1);
+    return stat(path, &st) == 0;
+}
+
+// 1 when the writer gives the image back within `ms`
+static int image_free(checkpoint_writer *w, int ms)
+{
+    for (int k = 0;; k++) {
+        pthread_mutex_lock(&w->lock);
+        int busy = w->busy;
+        pthread_mutex_unlock(&w->lock);
+        if (!busy) return 1;
+        if (k >= ms) return 0;
+        host_sleep_ms(1);
+    }
+}
+
+// hand-back: rank 0 of two, rank 1 silent until the test speaks for it. Rank 0's writer writes its
+// file of checkpoint 2 and then waits for rank 1's word: the image is free meanwhile, so the snapshot
+// of checkpoint 5 is taken without waiting (one that waited would give up after the 2 s limit);
+// once the words come, both are completed, manifests last.
+static void hand_back(const char *dir, rank_state *r)
+{
+    char ckpt[1100], path[1300];
+    snprintf(ckpt, sizeof ckpt, "%s/ck", dir);
+    mkdir(ckpt, 0755);
+    rank_init(r, dir, ckpt, 0, 2, CKPT_SNAPSHOT, BUSY_WAIT, 0);
+    r->d.timeout_s = 2;
+    trainer *t = &r->t;
+    fault_tolerance *ft = &r->ft;
+    checkpoints_setup(t, ft);
+    long batches[2] = {2, 5};
+    for (int k = 0; k < 2; k++) {
+        snapshot_due(t, ft, batches[k], 0);  // checkpoint 5: while rank 0's writer waits for rank 1's word of 2
+        snapshot_copy(t, ft);
+        snapshot_hand_over(ft);
+        snprintf(path, sizeof path, "%s/ckpt-%08ld/rank0.bin", ckpt, batches[k]);
+        if (k == 0)
+            expect(appears(path, 10000) && image_free(&ft->ckpt.writer, 5000), "%s: written, the image held", path);
+    }
+    expect(ft->ckpt.fig.busy_waits == 0, "the snapshot of checkpoint 5 waited for the writer");
+    for (int k = 0; k < 2; k++) {  // rank 1's words, as its writer would leave them
+        snprintf(path, sizeof path, "%s/checkpoint.host.b%ld.rank1", dir, batches[k]);
+        FILE *f = fopen(path, "w");
+        fprintf(f, "0123456789abcdef %ld ok 930 0123456789abcdef 0\n", batches[k]);
+        fclose(f);
+    }
+    checkpoints_drain(t, ft);
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/ckpt-%08ld/manifest", ckpt, batches[k]);
+        expect(appears(path, 0), "%s: no manifest", path);
+    }
+    expect(ft->ckpt.fig.written == 2, "rank 0: %ld checkpoints complete, 2 expected", ft->ckpt.fig.written);
+    checkpoints_teardown(t, ft);
+}
+
+// interval: auto_interval, CheckFreq's rule, on figures whose interval is known
+static void interval_rule(void)
+{
+    struct {
+        checkpoint_cost cost;
+        int most, want;
+    } rows[] = {
+        {{4.6, 0.05, 3.8, 190}, 1000, 62},    // 12's GPU-bound step on one H200: 1.5 x 190 / 4.6 = 61.96
+        {{10, 1, 0, 10}, 100, 3},             // the cost rules: 1 / (0.035 x 10) = 2.86, the write 1.5
+        {{2, 0, 0, 4}, 100, 3},               // exactly 1.5 x 4 / 2 = 3: no more
+        {{100, 0, 0, 1}, 100, 1},             // at least 1
+        {{1, 0, 0, 1000}, 100, 100},          // at most the run's batches
+        {{0, 1, 1, 1}, 50, 50},               // no step measured: as rarely as the run allows
+        {{4.6, 1270, 0, 1200}, 10000, 7889},  // blocking: its stall is the whole write, 1270 / 0.161
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        int got = auto_interval(&rows[k].cost, rows[k].most);
+        expect(got == rows[k].want, "row %zu: every %d batches, expected %d", k, got, rows[k].want);
+    }
+}
+
+// auto: one rank, a batch of 2 ms, a write of 20 ms and more: the first checkpoint after batch 9,
+// the interval chosen by the rule from what it cost, every later one that many batches apart.
+static void auto_schedule(const char *dir, rank_state *r)
+{
+    char ckpt[1100];
+    snprintf(ckpt, sizeof ckpt, "%s/auto", dir);
+    mkdir(ckpt, 0755);
+    rank_init(r, dir, ckpt, 0, 1, CKPT_SNAPSHOT, BUSY_WAIT, 20);
+    checkpointing *c = &r->ft.ckpt;
+    c->every = 0, c->auto_every = 1, r->step_ms = 2;
+    train(r);
+    checkpoints_teardown(&r->t, &r->ft);
+    const checkpoint_cost *k = &c->cost;
+    printf("auto: every %d batches (step %.2f ms, stall %.3f ms, copy %.3f ms, write %.2f ms)\n", c->every, k->step_ms,
+           k->stall_ms, k->copy_ms, k->write_ms);
+    expect(r->ndue >= 1 && r->due[0] == AUTO_FIRST - 1, "the first checkpoint after batch %ld",
+           r->ndue ? r->due[0] : -1);
+    expect(c->every == auto_interval(k, BATCHES) && k->write_ms >= 20 && k->step_ms >= 2,
+           "every %d batches, where the rule says %d for what the first cost", c->every, auto_interval(k, BATCHES));
+    for (int n = 1; n < r->ndue; n++) {
+        expect(r->due[n] == r->due[n - 1] + c->every, "checkpoint %d after batch %ld, expected %ld", n, r->due[n],
+               r->due[n - 1] + c->every);
+    }
+    long last = r->ndue ? r->due[r->ndue - 1] : 0;
+    expect(last + c->every >= BATCHES - 1, "none after batch %ld, though %d batches apart fit", last, c->every);
+    expect(c->fig.due == r->ndue && c->fig.auto_wait_ms >= 0, "due %ld", c->fig.due);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: snapshot-host DIR same|busy-wait|busy-skip|ranks|skip-one|disk-full\n");
+        fprintf(stderr, "usage: snapshot-host DIR same|busy-wait|busy-skip|ranks|skip-one|disk-full|close-fails"
+                        "|close-fails-blocking|root-synced|no-read-back|hand-back|interval|auto\n");
         return 2;
     }
     const char *dir = argv[1], *which = argv[2];
@@ -374,6 +606,43 @@ int main(int argc, char **argv)
         fclose(fopen(a_path, "w"));
         train(&r[0]);  // exits with code 1, its line on stdout
         expect(0, "rank 1 did not stop");
+    } else if (strcmp(which, "close-fails") == 0 || strcmp(which, "close-fails-blocking") == 0) {
+        int blocking = strcmp(which, "close-fails-blocking") == 0;
+        snprintf(failing_close, sizeof failing_close, "/ck/ckpt-00000011/rank0.bin.");  // its temporary name
+        char ckpt[1100];
+        snprintf(ckpt, sizeof ckpt, "%s/ck", dir);
+        mkdir(ckpt, 0755);
+        rank_init(&r[0], dir, ckpt, 0, 1, blocking ? CKPT_BLOCKING : CKPT_SNAPSHOT, BUSY_WAIT, 0);
+        train(&r[0]);  // exits with code 1, its line on stdout
+        expect(0, "the rank did not stop");
+    } else if (strcmp(which, "root-synced") == 0) {
+        for (int mode = CKPT_BLOCKING; mode <= CKPT_SNAPSHOT; mode++) {
+            const char *name = mode == CKPT_BLOCKING ? "blocking" : "snapshot";
+            char root[1100], real[4096];
+            snprintf(root, sizeof root, "%s/%s", dir, name);
+            calls_at = 0, calls[0] = '\0', logging = 1;
+            one_rank(dir, name, mode, BUSY_WAIT, 0, &r[mode]);
+            logging = 0;
+            expect(realpath(root, real) != NULL, "%s: no such folder", root);
+            int removed = 0, bad = removed_before_root_synced(root, real, &removed);
+            expect(removed >= 8 && bad == 0, "%s: %d of %d folders removed before the root was flushed", name, bad,
+                   removed);
+        }
+    } else if (strcmp(which, "interval") == 0) {
+        interval_rule();
+    } else if (strcmp(which, "auto") == 0) {
+        auto_schedule(dir, &r[0]);
+    } else if (strcmp(which, "hand-back") == 0) {
+        hand_back(dir, &r[0]);
+    } else if (strcmp(which, "no-read-back") == 0) {
+        for (int mode = CKPT_BLOCKING; mode <= CKPT_SNAPSHOT; mode++) {
+            const char *name = mode == CKPT_BLOCKING ? "blocking" : "snapshot";
+            calls_at = 0, calls[0] = '\0', logging = 1;
+            one_rank(dir, name, mode, BUSY_WAIT, 0, &r[mode]);
+            logging = 0;
+            int removed = 0, read = rank_files_read(&removed);
+            expect(removed >= 8 && read == 0, "%s: %d rank files read back, %d folders pruned", name, read, removed);
+        }
     } else {
         fprintf(stderr, "snapshot-host: unknown case %s\n", which);
         return 2;

@@ -43,7 +43,7 @@ int main(int argc, char **argv)
     if (shape && !ckpt_shape_valid(shape))
         usage_error(PROG, "--shape expects layer widths from 1, at least two, e.g. 64,256,8, got '%s'", shape);
     long long *batches = NULL;
-    if (prune >= 0) ckpt_prune(files[0], prune);
+    if (prune >= 0) ckpt_prune(files[0], prune, NULL, 0);  // nothing known: every checkpoint kept is verified
     int count = ckpt_list(files[0], &batches);
     if (count < 0) usage_error(PROG, "%s: no such folder (or it cannot be read)", files[0]);
     long long resume = -1;

@@ -9,7 +9,8 @@
 // --ranks first prints one line per rank: how many calls it made and why it stopped.
 // Exit codes: 0 the rings agree and every call completed; 4 a divergence or a call that never
 // completed was named; 1 no ring of that run in DIR (or out of memory); 2 bad usage or a ring
-// that cannot be read. A ring is a file anyone may have cut or made by hand: every number in it
+// that cannot be read. A ring that cannot be read (or says another world) is named on stderr, and
+// the rings that do read are still compared: two of them that differ are named (exit code 4). A ring is a file anyone may have cut or made by hand: every number in it
 // is bounded (common/recovery/flight.c), and no input makes it read past its arrays or loop for long
 // (tests/14_fault_tolerance.bats feeds it mutated rings under the sanitizers).
 #define _POSIX_C_SOURCE 200809L
@@ -20,7 +21,8 @@
 #include <sys/stat.h>
 
 #include "common/base/args.h"        // defines: arg_spec, arg_string, arg_flag, args_parse_files, usage_error
-#include "common/recovery/flight.h"  // defines: flight_ring, flight_read, flight_diverge, flight_free
+#include "common/base/exit_codes.h"  // defines: EXIT_USAGE
+#include "common/recovery/flight.h"  // defines: flight_ring, flight_read, flight_diverge, flight_differ, flight_free
 
 #define PROG "flight-report"
 #define EXIT_DIVERGED 4
@@ -65,12 +67,67 @@ static int newest_run(const char *dir, char *run, size_t size)
     return newest >= 0;
 }
 
+// The rings of one run, every rank's that is there, whatever world the first one says.
+typedef struct {
+    flight_ring *rings[MAX_RANKS];  // NULL: no ring, or one that does not read
+    char unreadable[MAX_RANKS];     // 1: its ring does not read, or is not one of this run's ranks
+    int world, first, found, bad;   // the world the first ring read says, its rank; rings read; rings refused
+    char why[1600];                 // the first refused ring's reason
+} ring_set;
+
+// Ring r at `path`, read into *held and checked against those read before: 0, or -1 with why.
+static int read_one(const char *path, int r, ring_set *s, flight_ring *held, char *why, size_t size)
+{
+    if (flight_read(path, held, why, size) != 0) return -1;
+    if (held->rank != r)
+        snprintf(why, size, "%s: the ring of rank %d under the name of rank %d", path, held->rank, r);
+    else if (s->found && held->world != s->world)
+        snprintf(why, size, "%s: a ring of %d ranks, where rank %d's says %d", path, held->world, s->first, s->world);
+    else if (s->found && r >= s->world)
+        snprintf(why, size, "%s: a ring of rank %d, where rank %d's says the run has %d ranks", path, r, s->first,
+                 s->world);
+    else
+        return 0;
+    flight_free(held);
+    return -1;
+}
+
+// Every ring of `run` in dir: those that read into s->rings, the others counted (the first's why kept).
+static void read_rings(const char *dir, const char *run, ring_set *s, flight_ring *held)
+{
+    for (int r = 0; r < MAX_RANKS; r++) {
+        char path[1400], why[1600];
+        struct stat st;
+        snprintf(path, sizeof path, "%s/flight.%s.rank%d", dir, run, r);
+        if (stat(path, &st) != 0) continue;
+        if (read_one(path, r, s, &held[r], why, sizeof why) != 0) {
+            if (!s->bad++) snprintf(s->why, sizeof s->why, "%s", why);
+            s->unreadable[r] = 1;
+            continue;
+        }
+        if (!s->found++) s->world = held[r].world, s->first = r;
+        s->rings[r] = &held[r];
+    }
+}
+
+// The refused rings, in one line on stderr: how many, and the first one's reason, last.
+static void say_refused(const ring_set *s, int compared)
+{
+    if (s->bad > 1)
+        fprintf(stderr, "%s: %d rings do not read%s; the first: %s\n", PROG, s->bad,
+                compared ? " (the others were compared without them)" : "", s->why);
+    else
+        fprintf(stderr, "%s: %s%s\n", PROG, compared ? "the others were compared without this ring: " : "", s->why);
+}
+
 int main(int argc, char **argv)
 {
     const char *run_arg = NULL, *files[1] = {NULL};
     int list = 0;
     const arg_spec specs[] = {
-        arg_string("run", &run_arg, "RUN", "read that run's rings (default: the run whose ring was written last)"),
+        arg_string("run", &run_arg, "RUN",
+                   "read that run's rings, named as its files are (a run id's characters other than letters, digits, "
+                   "'.', '_' and '-' are written %XX; default: the run whose ring was written last)"),
         arg_flag("ranks", &list, "first print one line per rank: its calls and why it stopped"),
     };
     int nfiles = args_parse_files(
@@ -88,46 +145,36 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: no flight recorder ring (flight.RUN.rankR) in %s\n", PROG, dir);
         return EXIT_FAILURE;
     }
-    flight_ring *rings[MAX_RANKS] = {NULL};
     static flight_ring held[MAX_RANKS];
-    int world = 0, found = 0, first = -1;
-    for (int r = 0; r < MAX_RANKS; r++) {  // every ring of the run, whatever world the first one says
-        char path[1400], why[1600];
-        snprintf(path, sizeof path, "%s/flight.%s.rank%d", dir, run, r);
-        struct stat st;
-        if (stat(path, &st) != 0) continue;
-        if (flight_read(path, &held[r], why, sizeof why) != 0) usage_error(PROG, "%s", why);
-        if (held[r].rank != r)
-            usage_error(PROG, "%s: the ring of rank %d under the name of rank %d", path, held[r].rank, r);
-        if (first >= 0 && held[r].world != world)
-            usage_error(PROG, "%s: a ring of %d ranks, where rank %d's says %d", path, held[r].world, first, world);
-        if (first >= 0 && r >= world)
-            usage_error(PROG, "%s: a ring of rank %d, where rank %d's says the run has %d ranks", path, r, first,
-                        world);
-        if (first < 0) first = r, world = held[r].world;
-        rings[r] = &held[r];
-        found++;
-    }
-    if (!found) {
+    static ring_set s;
+    read_rings(dir, run, &s, held);
+    if (!s.found && !s.bad) {
         fprintf(stderr, "%s: no flight recorder ring of run %s in %s\n", PROG, run, dir);
         return EXIT_FAILURE;
     }
+    if (!s.found) usage_error(PROG, "%s", s.why);
+    int world = s.world;
     if (list)
         for (int r = 0; r < world; r++) {
-            if (rings[r])
-                printf("rank %d: %lld calls, the last %d in its ring; stopped: %s\n", r, rings[r]->calls, rings[r]->n,
-                       rings[r]->stopped);
+            if (s.rings[r])
+                printf("rank %d: %lld calls, the last %d in its ring; stopped: %s\n", r, s.rings[r]->calls,
+                       s.rings[r]->n, s.rings[r]->stopped);
             else
-                printf("rank %d: no ring\n", r);
+                printf("rank %d: %s\n", r, s.unreadable[r] ? "a ring that does not read" : "no ring");
         }
     char line[1024];
-    int diverged = flight_diverge(rings, world, line, sizeof line);
+    // with a ring that does not read, only two rings that do and differ can be named: what the
+    // unread rank did is unknown (it is no rank that "left no ring")
+    int diverged = s.bad ? flight_differ(s.rings, world, line, sizeof line)
+                         : flight_diverge(s.rings, world, line, sizeof line);
     if (diverged < 0) {
         fprintf(stderr, "%s: %s\n", PROG, line);
         return EXIT_FAILURE;
     }
+    if (s.bad) say_refused(&s, diverged);
+    if (s.bad && !diverged) return EXIT_USAGE;
     printf("%s\n", line);
     for (int r = 0; r < world; r++)
-        if (rings[r]) flight_free(rings[r]);
+        if (s.rings[r]) flight_free(s.rings[r]);
     return diverged ? EXIT_DIVERGED : EXIT_SUCCESS;
 }

@@ -74,7 +74,8 @@ typedef struct {
     dist_launcher launcher;
     int simulate_asked;  // tools/launch --simulate-nodes said so (SIMULATED_NODES=1)
     char folder[1024];   // the rendezvous folder ("" with one rank and none given)
-    char run[64];        // names this run's files in the folder: RUN_ID, the job's, or "run"
+    char run[64];        // names this run's files in the folder: RUN_ID, the job's, or "run" (%XX for a
+                         // character other than letters, digits, '.', '_' and '-': one id, one name)
     double timeout_s;
     double started_s;  // this process's start (wall clock)
 

@@ -28,22 +28,36 @@ static int read_env(const char *prog, const char *var, int min, int max, int *ou
     return 1;
 }
 
-// Keeps [A-Za-z0-9._-]: a run id becomes part of file names. An id too long for `out` is refused,
-// never cut: two ids that differ only past the cut would name the same files (an attempt of a
-// launch would read the NCCL id, notes and rings of the one before).
+static int names_a_file(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+}
+
+// A run id becomes part of file names: letters, digits, '.', '_' and '-' are kept, every other
+// byte is written %XX (its two hex digits; '%' itself too), so that two ids never name the same
+// files ("a:b" names a%3Ab, "a_b" stays a_b; once both were a_b). An id too long for `out` so
+// written is refused, never cut: two ids that differ only past the cut would name the same files
+// (an attempt of a launch would read the NCCL id, notes and rings of the one before).
 static void safe_copy(const char *prog, const char *from, char *out, size_t size, const char *text)
 {
-    size_t n = 0;
-    if (strlen(text) >= size)
+    size_t need = 0, n = 0;
+    for (const char *p = text; *p; p++) need += names_a_file(*p) ? 1 : 3;
+    if (need >= size && need == strlen(text))
         usage_error(prog,
                     "the run id %s (from %s) has %zu characters, where at most %zu fit (it names the run's files "
                     "in the rendezvous folder): give the ranks a shorter RUN_ID",
-                    text, from, strlen(text), size - 1);
-    for (; *text && n + 1 < size; text++) {
-        char c = *text;
-        int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-                 c == '-';
-        out[n++] = ok ? c : '_';
+                    text, from, need, size - 1);
+    if (need >= size)
+        usage_error(prog,
+                    "the run id %s (from %s) names its files with %zu characters (each one other than letters, "
+                    "digits, '.', '_' and '-' written %%XX), where at most %zu fit: give the ranks a shorter RUN_ID",
+                    text, from, need, size - 1);
+    for (; *text && n + 3 < size; text++) {
+        if (names_a_file(*text))
+            out[n++] = *text;
+        else
+            n += (size_t)snprintf(out + n, size - n, "%%%02X", (unsigned)(unsigned char)*text);
     }
     out[n] = '\0';
 }

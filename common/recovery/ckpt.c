@@ -9,17 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>  // fstat: the file's size, against its header's
 
+#include "common/base/regular_file.h"  // regular_file_open: a named pipe refused, never waited on
 #include "common/recovery/ckpt_internal.h"
 
 #define MAX_BATCH (1LL << 32)           // a batch number, and a loss count, read from a file
 #define MANIFEST_MAX_BYTES (64 * 1024)  // every field and CKPT_MAX_RANKS lines fit well below
-
-uint64_t ckpt_fnv1a(uint64_t h, const void *data, size_t bytes)
-{
-    const unsigned char *p = (const unsigned char *)data;
-    for (size_t k = 0; k < bytes; k++) h = (h ^ p[k]) * 1099511628211ULL;
-    return h;
-}
+#define SPARSE_MIN_BYTES (256LL << 20)  // a rank file larger than this is refused when mostly holes
 
 void ckpt_folder(const char *root, long long batch, char *out, size_t size)
 {
@@ -79,7 +74,7 @@ unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const doub
     }
     memcpy(buf + CKPT_HEADER_BYTES, params, params_bytes(h));
     if (h->losses) memcpy(buf + CKPT_HEADER_BYTES + params_bytes(h), losses, losses_bytes(h));
-    uint64_t s = ckpt_fnv1a(CKPT_FNV_START, buf, CKPT_HEADER_BYTES + body);
+    uint64_t s = ckpt_sum_of(buf, CKPT_HEADER_BYTES + body);
     ckpt_trailer_text(s, (char *)buf + CKPT_HEADER_BYTES + body);
     *size = total;
     if (sum) *sum = s;
@@ -104,14 +99,14 @@ static int parse_header(char *text, ckpt_header *h, long long *version)
 
 // Reads `bytes` of f through a small buffer, or straight into `into` when it is not NULL,
 // folding them into the checksum *h: 0, or -1 when the file ends first.
-static int stream(FILE *f, size_t bytes, void *into, uint64_t *h)
+static int stream(FILE *f, size_t bytes, void *into, ckpt_sum *h)
 {
     unsigned char buf[1 << 16];
     for (size_t done = 0; done < bytes;) {
         size_t n = bytes - done < sizeof buf ? bytes - done : sizeof buf;
         unsigned char *p = into ? (unsigned char *)into + done : buf;
         if (fread(p, 1, n, f) != n) return -1;
-        *h = ckpt_fnv1a(*h, p, n);
+        ckpt_sum_add(h, p, n);
         done += n;
     }
     return 0;
@@ -119,7 +114,7 @@ static int stream(FILE *f, size_t bytes, void *into, uint64_t *h)
 
 // The file after its header: its size against the header's (before anything is allocated),
 // then the weights and losses streamed through the checksum, then the checksum it stores.
-static int read_body(FILE *f, const char *path, ckpt_header *h, float **params, double **losses, uint64_t sum,
+static int read_body(FILE *f, const char *path, ckpt_header *h, float **params, double **losses, ckpt_sum *summed,
                      uint64_t *stored, char *why, size_t size)
 {
     struct stat st;
@@ -133,6 +128,13 @@ static int read_body(FILE *f, const char *path, ckpt_header *h, float **params, 
                  (long long)st.st_size, want);
         return -1;
     }
+    // a writer writes every byte: a large file that holds most of itself as holes (a sparse file,
+    // 64 GiB that are 4 KiB on disk) is no checkpoint, and summing its zeros would take a minute
+    if (st.st_size > SPARSE_MIN_BYTES && (unsigned long long)st.st_blocks * 512 < (unsigned long long)st.st_size / 2) {
+        snprintf(why, size, "%s: sparse: %lld bytes, of which %lld on disk: not a file a checkpoint writes", path,
+                 (long long)st.st_size, (long long)st.st_blocks * 512);
+        return -1;
+    }
     if (params) *params = (float *)malloc(params_bytes(h));
     if (losses) *losses = (double *)malloc(losses_bytes(h));
     if ((params && !*params) || (losses && !*losses)) {
@@ -141,12 +143,13 @@ static int read_body(FILE *f, const char *path, ckpt_header *h, float **params, 
     }
     char trailer[CKPT_TRAILER_BYTES + 1] = "";
     unsigned long long s = 0;
-    if (stream(f, params_bytes(h), params ? *params : NULL, &sum) != 0 ||
-        stream(f, losses_bytes(h), losses ? *losses : NULL, &sum) != 0 ||
+    if (stream(f, params_bytes(h), params ? *params : NULL, summed) != 0 ||
+        stream(f, losses_bytes(h), losses ? *losses : NULL, summed) != 0 ||
         fread(trailer, 1, CKPT_TRAILER_BYTES, f) != CKPT_TRAILER_BYTES) {
         snprintf(why, size, "%s: torn: it ended while being read", path);
         return -1;
     }
+    uint64_t sum = ckpt_sum_end(summed);
     if (sscanf(trailer, "checksum %16llx", &s) != 1 || s != sum) {
         snprintf(why, size, "%s: corrupt: its checksum is %016llx, its bytes sum to %016llx", path, s,
                  (unsigned long long)sum);
@@ -161,9 +164,10 @@ int ckpt_read_rank_sum(const char *path, ckpt_header *h, float **params, double 
 {
     if (params) *params = NULL;
     if (losses) *losses = NULL;
-    FILE *f = fopen(path, "rb");
+    char what[160];
+    FILE *f = regular_file_open(path, what, sizeof what);  // a named pipe would block the reader forever
     if (!f) {
-        snprintf(why, size, "%s: %s", path, strerror(errno));
+        snprintf(why, size, "%s: %s", path, what);
         return -1;
     }
     char header[CKPT_HEADER_BYTES + 1];
@@ -182,9 +186,12 @@ int ckpt_read_rank_sum(const char *path, ckpt_header *h, float **params, double 
     else if (h->losses != h->batch + 1)  // a restore writes that many into the run's loss arrays
         snprintf(why, size, "%s: its header says %lld losses after batch %lld, where a checkpoint holds batch + 1",
                  path, h->losses, h->batch);
-    else
-        bad = read_body(f, path, h, params, losses, ckpt_fnv1a(CKPT_FNV_START, header, CKPT_HEADER_BYTES), stored, why,
-                        size);
+    else {
+        ckpt_sum summed;
+        ckpt_sum_start(&summed);
+        ckpt_sum_add(&summed, header, CKPT_HEADER_BYTES);
+        bad = read_body(f, path, h, params, losses, &summed, stored, why, size);
+    }
     fclose(f);
     if (bad && params) {
         free(*params);
@@ -246,9 +253,11 @@ static int parse_manifest(char *text, ckpt_manifest *m)
 int ckpt_read_manifest(const char *path, ckpt_manifest *m, char *why, size_t size)
 {
     memset(m, 0, sizeof *m);
-    FILE *f = fopen(path, "r");
+    char what[160];
+    FILE *f = regular_file_open(path, what, sizeof what);
     if (!f) {
-        snprintf(why, size, "%s: %s (no manifest: the checkpoint was never completed)", path, strerror(errno));
+        snprintf(why, size, "%s: %s%s", path, what,
+                 errno == EINVAL ? "" : " (no manifest: the checkpoint was never completed)");
         return -1;
     }
     char *text = (char *)malloc(MANIFEST_MAX_BYTES + 1);

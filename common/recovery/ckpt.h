@@ -7,12 +7,12 @@
 //   ROOT/ckpt-00000019/manifest                     written last, by rank 0, once every rank's
 //                                                   file is there: no manifest, no checkpoint
 //
-// A rank file: a 512-byte text header ("course-checkpoint 2 rank R batch B losses L" and the
+// A rank file: a 512-byte text header ("course-checkpoint 3 rank R batch B losses L" and the
 // run's fields, "world W shape 64,256,8 params N seed S global-batch G rank-batch b lr X
 // prep-work P bucket-bytes K", padded with spaces, a newline last), the N weights (float), the
-// L = B + 1 losses taken so far (double), then "checksum HHHHHHHHHHHHHHHH\n": FNV-1a 64 of all
-// that comes before it. The manifest, text:
-//   course-checkpoint-manifest 2
+// L = B + 1 losses taken so far (double), then "checksum HHHHHHHHHHHHHHHH\n": ckpt_sum (below) of
+// all that comes before it. The manifest, text:
+//   course-checkpoint-manifest 3
 //   batch 19
 //   world 2                    the run's fields, one a line, in the header's order
 //   ...
@@ -33,7 +33,7 @@
 extern "C" {
 #endif
 
-#define CKPT_VERSION 2
+#define CKPT_VERSION 3  // 3: the checksum in lanes (ckpt_sum); 2 was FNV-1a a byte at a time
 #define CKPT_HEADER_BYTES 512
 #define CKPT_TRAILER_BYTES 26  // "checksum " + 16 hex digits + "\n"
 #define CKPT_MAX_RANKS 256
@@ -84,8 +84,21 @@ typedef struct {
     uint64_t sum[CKPT_MAX_RANKS];
 } ckpt_manifest;
 
-uint64_t ckpt_fnv1a(uint64_t h, const void *data, size_t bytes);  // start with CKPT_FNV_START
-#define CKPT_FNV_START 1469598103934665603ULL
+// A file's checksum, computed as fast as memory reads (ckpt_sum.c): its bytes as little-endian
+// 64-bit words (the last one padded with zeros), word k folded into lane k % CKPT_SUM_LANES by
+// FNV-1a's step (h = (h ^ w) * 1099511628211, every lane from 1469598103934665603), then the lanes,
+// and the byte count, each as 8 little-endian bytes, folded by FNV-1a a byte at a time. Fed in parts
+// of any sizes, the sum is that of the whole.
+#define CKPT_SUM_LANES 4
+typedef struct {
+    uint64_t lane[CKPT_SUM_LANES];
+    unsigned long long bytes;                // fed so far
+    unsigned char held[8 * CKPT_SUM_LANES];  // the first bytes % 32 of a block not yet whole
+} ckpt_sum;
+void ckpt_sum_start(ckpt_sum *s);
+void ckpt_sum_add(ckpt_sum *s, const void *data, size_t n);
+uint64_t ckpt_sum_end(const ckpt_sum *s);
+uint64_t ckpt_sum_of(const void *data, size_t n);  // the three at once
 
 // "64,256,256,8" from the widths of layers 0..layers
 void ckpt_shape_text(const int *dims, int layers, char *out, size_t size);
@@ -159,8 +172,13 @@ int ckpt_complete(const char *root, long long *out, ckpt_manifest *manifests, in
 // never costs the last good one. Never `newest`, never a newer one (an earlier attempt's), and
 // never through a symbolic link: an entry of root that is a link is left alone, and a folder's
 // entries are removed, never what a link among them points to. A folder older than the CKPT_KEEP
-// newest that verify is removed without being read. Returns how many folders it removed.
-int ckpt_prune(const char *root, long long newest);
+// newest that verify is removed without being read. The checkpoints of known[] (nknown of them:
+// this run wrote them, every file's size and sum handed to rank 0 by its writer, or its start
+// verified them) count as verifying by their manifest alone: it reads and names the batch, and every
+// rank's file has the size it lists (stat); no file of theirs is read back. A restart verifies
+// everything it resumes from anyway. (NULL, 0: every one is verified, as checkpoint-report --prune
+// does.) Returns how many folders it removed.
+int ckpt_prune(const char *root, long long newest, const long long *known, int nknown);
 
 #ifdef __cplusplus
 }

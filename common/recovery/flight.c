@@ -8,7 +8,8 @@
 #include <string.h>
 #include <unistd.h>  // getpid
 
-#include "common/base/own_file.h"  // own_file_create, own_file_publish
+#include "common/base/own_file.h"      // own_file_create, own_file_publish
+#include "common/base/regular_file.h"  // regular_file_open: a named pipe refused, never waited on
 
 static const char *const OP_NAMES[FLIGHT_OPS] = {"all-reduce", "all-gather", "send", "recv"};
 
@@ -177,8 +178,9 @@ static int check_held(flight_ring *r, const char *path, char *why, size_t size)
 int flight_read(const char *path, flight_ring *r, char *why, size_t size)
 {
     memset(r, 0, sizeof *r);
-    FILE *f = fopen(path, "r");
-    if (!f) return fail_read(NULL, r, why, size, path, strerror(errno), 0);
+    char what[160];
+    FILE *f = regular_file_open(path, what, sizeof what);  // a named pipe would block the reader forever
+    if (!f) return fail_read(NULL, r, why, size, path, what, 0);
     char text[512];
     int version = 0;
     if (!fgets(text, sizeof text, f) || sscanf(text, "flight-recorder %d", &version) != 1 || version != 1)

@@ -80,6 +80,12 @@ void flight_free(flight_ring *r);
 // may be anything flight_read lets through. world: at most FLIGHT_MAX_RANKS.
 int flight_diverge(flight_ring *const *rings, int world, char *line, size_t size);
 
+// The same where some rings could not be read (rings[r] NULL for those, and for the missing ones):
+// only the first two rings that were read and differ are named (calls of one number, or a send and
+// its receive, as above); nothing is said of the ranks without a ring, whose calls are unknown.
+// 1 when it named one, 0 when the rings that were read agree, -1 out of memory.
+int flight_differ(flight_ring *const *rings, int world, char *line, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

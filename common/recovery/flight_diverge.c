@@ -294,17 +294,39 @@ static int first_divergence(flight_ring *const *rings, const ring_index *idx, in
     return 1;
 }
 
-int flight_diverge(flight_ring *const *rings, int world, char *line, size_t size)
+// Two rings that were read and differ: collectives of one number, or a send and a receive.
+static int present_differ(flight_ring *const *rings, const ring_index *idx, int world, char *line, size_t size)
+{
+    if (collectives_differ(rings, idx, world, line, size)) return 1;
+    if (p2p_differs(rings, idx, world, line, size)) return 1;
+    snprintf(line, size, "the rings that were read agree");
+    return 0;
+}
+
+typedef int (*judge_fn)(flight_ring *const *rings, const ring_index *idx, int world, char *line, size_t size);
+
+// Every ring indexed, then judged.
+static int judged(flight_ring *const *rings, int world, char *line, size_t size, judge_fn judge)
 {
     ring_index *idx = (ring_index *)calloc((size_t)(world > 0 ? world : 1), sizeof(ring_index));
     int ok = idx != NULL;
     for (int r = 0; ok && r < world; r++) ok = !rings[r] || index_ring(rings[r], &idx[r]) == 0;
     int result = -1;
     if (ok)
-        result = first_divergence(rings, idx, world, line, size);
+        result = judge(rings, idx, world, line, size);
     else
         snprintf(line, size, "out of memory for the rings' index");
     for (int r = 0; idx && r < world; r++) free(idx[r].keys);
     free(idx);
     return result;
+}
+
+int flight_diverge(flight_ring *const *rings, int world, char *line, size_t size)
+{
+    return judged(rings, world, line, size, first_divergence);
+}
+
+int flight_differ(flight_ring *const *rings, int world, char *line, size_t size)
+{
+    return judged(rings, world, line, size, present_differ);
 }

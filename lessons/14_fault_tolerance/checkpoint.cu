@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 3227158024)
+// STUDENT VERSION of solutions/14_fault_tolerance/checkpoint.cu, made by `make lessons` (checksum 1008673704)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 14): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -36,8 +36,9 @@ static int sync_folder(const char *path)
     if (slash) *slash = '\0';
     int fd = open(slash ? folder : ".", O_RDONLY);
     if (fd < 0) return -1;
-    int r = fsync(fd);
+    int r = fsync(fd), err = r != 0 ? errno : 0;
     close(fd);
+    errno = r != 0 ? (err ? err : EIO) : errno;
     return r;
 }
 
@@ -66,19 +67,20 @@ static size_t write_bytes(fault_tolerance *ft, FILE *out, unsigned char *data, s
     int faulty = fault_now(ft, FAULT_TORN, batch) || fault_now(ft, FAULT_DISK_FULL, batch) ||
                  fault_now(ft, FAULT_KILL_WRITING, batch);
     size_t body = sum ? size - CKPT_TRAILER_BYTES : size, end = faulty ? size / 2 : size, done = 0;
-    uint64_t h = CKPT_FNV_START;
+    ckpt_sum h;
+    ckpt_sum_start(&h);
     while (done < end) {
         size_t n = done < body ? body - done : size - done;  // the body in parts, then the trailer
         if (n > WRITE_PART) n = WRITE_PART;
         if (n > end - done) n = end - done;
-        if (sum && done == body) ckpt_trailer_text(h, (char *)data + body);  // every byte before it summed
+        if (sum && done == body) ckpt_trailer_text(ckpt_sum_end(&h), (char *)data + body);  // all before it summed
         if (fwrite(data + done, 1, n, out) != n || fflush(out) != 0) return done;
         sync_file_range(fileno(out), (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);  // a hint: no answer needed
-        if (sum && done < body) h = ckpt_fnv1a(h, data + done, n);
+        if (sum && done < body) ckpt_sum_add(&h, data + done, n);
         done += n;
     }
     if (faulty) strike_half_way(ft, batch);
-    if (sum) *sum = h;
+    if (sum) *sum = ckpt_sum_end(&h);
     return done;
 }
 
@@ -94,8 +96,10 @@ int write_atomically(fault_tolerance *ft, const char *path, unsigned char *data,
     }
     // TODO(14-atomic): write to the temporary name `tmp`, never to `path`: fopen,
     // write_bytes (it writes in parts, sums them when `sum` is given, and injects the faults),
-    // fflush, fsync(fileno(...)), fclose; any failure: unlink the temporary file, keep errno, return
-    // -1; then rename it to `path` and sync_folder(path)
+    // fflush, fsync(fileno(...)), fclose (it can fail too: the last buffered bytes, a disk's late
+    // error); a call that answers a failure has failed, whatever errno says: keep the errno of the
+    // first that failed, taken right after it (EIO when it set none), unlink the temporary file,
+    // return -1 with that errno; then rename it to `path` and sync_folder(path)
     (void)ft, (void)path, (void)data, (void)size, (void)sum, (void)batch, (void)tmp, (void)write_bytes;
     (void)sync_folder;
     return -1;
@@ -167,7 +171,20 @@ int commit_checkpoint(fault_tolerance *ft, long batch, const long long *sizes, c
                  strerror(errno));
         return -1;
     }
-    ckpt_prune(ft->ckpt.root, batch);  // older ones without a manifest, and beyond the newest two that verify
+    // the new folder's entry in the root reaches the disk before older folders leave it: a crash in
+    // between keeps the new checkpoint or the old ones, never neither
+    ckpt_folder(ft->ckpt.root, batch, path, sizeof path);
+    if (sync_folder(path) != 0) {  // the folder that holds ROOT/ckpt-B: the root
+        snprintf(why, why_size, "cannot flush %s to the disk: %s; no older checkpoint was removed", ft->ckpt.root,
+                 strerror(errno));
+        return -1;
+    }
+    checkpointing *c = &ft->ckpt;
+    if (c->known_n == HELD_MAX) memmove(c->known, c->known + 1, sizeof c->known[0] * --c->known_n);
+    c->known[c->known_n++] = batch;  // whole: its files' sizes and sums came from the writers that wrote them
+    // older ones without a manifest, and beyond the newest two that verify; this run's own are
+    // verified by their manifest, never read back (a restart reads everything it resumes from)
+    ckpt_prune(c->root, batch, c->known, c->known_n);
     return 0;
 }
 
@@ -200,8 +217,9 @@ void checkpoint_save(trainer *t, fault_tolerance *ft, long batch, long *next_los
 
     double w0 = host_now_ms();
     rank_file mine = {0, 0, 1, 0};
-    if (write_rank_file(ft, batch, &mine.size, &mine.sum) != 0) mine.ok = 0, mine.err = errno;
-    c->fig.write_ms += host_now_ms() - w0;
+    if (write_rank_file(ft, batch, &mine.size, &mine.sum) != 0) mine.ok = 0, mine.err = errno ? errno : EIO;
+    c->fig.last_write_ms = host_now_ms() - w0;  // with rank 0's manifest (below) in its stall
+    c->fig.write_ms += c->fig.last_write_ms;
     c->fig.bytes = (size_t)mine.size;
     c->fig.bytes_written += (double)mine.size;
 

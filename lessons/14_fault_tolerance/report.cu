@@ -1,10 +1,11 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/report.cu, made by `make lessons` (checksum 369216041)
+// STUDENT VERSION of solutions/14_fault_tolerance/report.cu, made by `make lessons` (checksum 2232501881)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // report.cu (lesson 14): the checks across ranks (every rank ends with the same weights and
 // losses, and took every loss once) and the report: where the run started, the step, what the
 // checkpoints cost (the main thread's stall against the copy of the same bytes at the pinned rate
 // measured in this run; the writer's rate; how often one came due while another was written), the
 // fingerprint checks, the flight recorder. Rank 0 reports for every rank.
+#include <math.h>  // ceil
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@ typedef struct {
     double copy_ms;            // the snapshot's copy beside the training, per snapshot
     double ckpt_ms_per_gb, ckpt_share;
     double fingerprint_ms;  // per check
+    double steady_step_ms;  // per batch in the steady state: after auto chose its interval (the end's wait apart)
+    long loss_batches;      // a failure loses at most this many batches: the interval, and a write's
 } run_verdict;
 
 // Every rank's checksums and whether it took every loss once, through one recorded all-gather.
@@ -41,6 +44,33 @@ static void gather_verdict(trainer *t, fault_tolerance *ft, run_verdict *v)
     v->losses = all[0].losses;
     v->same = ddp_checksums_agree(all, d->world, &v->every_once, v->sums, sizeof v->sums);
     free(all);
+}
+
+// The interval, and what a failure would lose at it: the batches since the last checkpoint, and those
+// of the write that would have completed the next.
+static void print_interval(const checkpointing *c, const run_verdict *v, const char *not_perf, FILE *out)
+{
+    const checkpoint_cost *k = &c->cost;
+    if (c->auto_every && !c->every) {
+        fprintf(out,
+                "checkpoint interval: auto, not chosen: the run ended before the batch after its first checkpoint\n");
+        return;
+    }
+    if (c->auto_every)
+        fprintf(out,
+                "checkpoint interval: auto: every %d batches, chosen after the checkpoint of batch %ld: its write %.1f "
+                "ms (%.1f MB a rank, %.0f MB/s, rank 0's manifest and prune in), a stall of %.3f ms and a copy of "
+                "%.3f ms against a step of %.3f ms: the write within 1/%.1f of the interval, the cost at most "
+                "%.1f%% of the step (waited %.1f ms once for it)%s\n",
+                c->every, c->probe, k->write_ms, c->fig.bytes / 1e6,
+                k->write_ms > 0 ? c->fig.bytes / (k->write_ms * 1e3) : 0, k->stall_ms, k->copy_ms, k->step_ms,
+                AUTO_SPARE, 100 * AUTO_MAX_COST, c->fig.auto_wait_ms, not_perf);
+    else
+        fprintf(out, "checkpoint interval: every %d batches (--checkpoint-every)\n", c->every);
+    fprintf(out,
+            "a failure loses at most %ld batches (the interval, and the write that would complete the next), "
+            "about %.0f ms of training%s\n",
+            v->loss_batches, v->loss_batches * v->step_ms, not_perf);
 }
 
 static void print_report(trainer *t, const fault_tolerance *ft, const run_verdict *v, FILE *out)
@@ -75,6 +105,7 @@ static void print_report(trainer *t, const fault_tolerance *ft, const run_verdic
         if (f->copies) fprintf(out, "; the snapshot's copy beside the training: %.3f ms", v->copy_ms);
         if (f->end_wait_ms > 0) fprintf(out, "; %.3f ms waited at the end for the last write", f->end_wait_ms);
         fprintf(out, "\n");
+        print_interval(c, v, not_perf, out);
     }
     fprintf(out,
             "flight recorder: %lld calls, the last %d kept%s; fingerprint checks: %ld (every %d batches, %.3f ms "
@@ -97,7 +128,15 @@ static void write_report(trainer *t, const fault_tolerance *ft, const run_verdic
     json_int(js, "resumed_from", c->resume_from);
     json_int(js, "start_batch", c->start);
     const checkpoint_figures *f = &c->fig;
-    json_int(js, "checkpoint_every", c->root ? c->every : 0);
+    json_int(js, "checkpoint_every", c->root ? c->every : 0);  // auto: the interval it chose (0: none yet)
+    json_bool(js, "checkpoint_auto", c->root && c->auto_every);
+    json_num(js, "checkpoint_auto_wait_ms", f->auto_wait_ms);
+    json_num(js, "checkpoint_auto_step_ms", c->cost.step_ms);  // the figures auto chose by
+    json_num(js, "checkpoint_auto_stall_ms", c->cost.stall_ms);
+    json_num(js, "checkpoint_auto_copy_ms", c->cost.copy_ms);
+    json_num(js, "checkpoint_auto_write_ms", c->cost.write_ms);
+    json_int(js, "checkpoint_loss_batches", v->loss_batches);
+    json_num(js, "checkpoint_commit_ms", f->written ? f->commit_ms / f->written : 0);
     json_str(js, "checkpoint_mode", c->mode == CKPT_SNAPSHOT ? "snapshot" : "blocking");
     json_str(js, "checkpoint_busy", c->busy_rule == BUSY_SKIP ? "skip" : "wait");
     json_int(js, "checkpoints_due", f->due);
@@ -118,6 +157,7 @@ static void write_report(trainer *t, const fault_tolerance *ft, const run_verdic
     json_num(js, "checkpoint_ms_per_gb", v->ckpt_ms_per_gb);
     json_num(js, "step_ms", v->step_ms);
     json_num(js, "loop_step_ms", v->loop_step_ms);
+    json_num(js, "steady_step_ms", v->steady_step_ms);
     json_int(js, "flight_calls", ft->rec.calls);
     json_int(js, "fingerprint_every", ft->fingerprint_every);
     json_int(js, "fingerprint_checks", ft->fingerprint_checks);
@@ -137,10 +177,17 @@ int report(trainer *t, fault_tolerance *ft, double loop_ms, FILE *out)
     gather_verdict(t, ft, &v);
     const checkpointing *c = &ft->ckpt;
     const checkpoint_figures *f = &c->fig;
-    long trained = t->opt.batches - c->start;
-    double held = f->stall_ms + f->end_wait_ms;  // the main thread's time the checkpoints took
+    double end = host_now_ms();  // the run's end, give or take the report's own start
+    long trained = t->opt.batches - c->start, steady = t->opt.batches - c->steady_from;
+    double held = f->stall_ms + f->end_wait_ms + f->auto_wait_ms;  // the main thread's time the checkpoints took
     v.step_ms = trained > 0 ? (loop_ms - held) / trained : 0;
     v.loop_step_ms = trained > 0 ? loop_ms / trained : 0;
+    v.steady_step_ms = steady > 0 ? (end - c->steady_t0_ms - f->end_wait_ms) / steady : 0;
+    const checkpoint_cost *k = &c->cost;  // what the write adds to the interval, in batches
+    long write_batches = k->step_ms > 0 ? (long)ceil(k->write_ms / k->step_ms) : 0;
+    if (!c->auto_every && v.step_ms > 0 && f->copies + f->written > 0)
+        write_batches = (long)ceil((f->write_ms / (f->copies ? f->copies : f->written)) / v.step_ms);
+    v.loss_batches = c->every + write_batches;
     v.stall_ms = f->due ? f->stall_ms / f->due : 0;
     v.copy_bound_ms = f->d2h_pinned_gbs > 0 ? sizeof(float) * t->model.shape.nparams / (f->d2h_pinned_gbs * 1e6) : 0;
     long files = c->mode == CKPT_SNAPSHOT ? f->copies : f->written;  // every rank file this rank wrote

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 1336213516)
+// STUDENT VERSION of solutions/14_fault_tolerance/resume.cu, made by `make lessons` (checksum 2170215620)
 // Fill in its 1 TODO.
 // resume.cu (lesson 14): where a run starts. Before the GPU is touched, each rank lists the newest
 // complete checkpoints under --checkpoint-dir (a torn or corrupt one is said and passed over for
@@ -27,6 +27,7 @@ void find_checkpoints(fault_tolerance *ft, int batches)
     if (!c->root) return;
     ckpt_manifest m[HELD_MAX];
     c->held_n = ckpt_complete(c->root, c->held, m, HELD_MAX, say_skipped, (void *)ft);
+    for (int k = c->held_n - 1; k >= 0; k--) c->known[c->known_n++] = c->held[k];  // verified just now
     const char *name = ft->dist->name;
     char why[400];
     for (int k = 0; k < c->held_n; k++) {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/snapshot.cu, made by `make lessons` (checksum 3127634698)
+// STUDENT VERSION of solutions/14_fault_tolerance/snapshot.cu, made by `make lessons` (checksum 1806423188)
 // Fill in its 1 TODO.
 // snapshot.cu (lesson 14): the checkpoint that costs one copy (--checkpoint-mode snapshot, the
 // default). At a checkpoint after batch i the main thread only records an event behind batch i's
@@ -10,8 +10,9 @@
 // through the rendezvous folder, and rank 0's writer writes the manifest once every rank's file is
 // written, then prunes: the same rules, behind the training.
 //
-// One checkpoint in flight at most (the pinned image is its one slot): one that comes due while
-// the one before is still being written waits for the writer, or is skipped (--checkpoint-busy).
+// One snapshot in flight at most (the pinned image is its one slot): one that comes due while the
+// file before is still being written waits for the writer, or is skipped (--checkpoint-busy). The
+// image is free once this rank's file is written: rank 0's manifest and prune hold none.
 // A writer that fails never exits (the main thread may be inside CUDA): it formats its message
 // (check_message for a CUDA error) and the main thread stops the run with it at its next batch.
 // The writer thread itself, and the writers' words to rank 0, are in writer.cu.
@@ -72,9 +73,10 @@ void snapshot_copy(trainer *t, fault_tolerance *ft)
 // ----------------------------------------------------------------------------
 // the main thread's side: a checkpoint comes due, is handed over, and the writer is watched
 
-// The main thread's wait for the writer to be idle (or failed): polled, so that another rank's
+// The main thread's wait for the writer (or its failure): for the image (whole 0: its file written),
+// or for all of it (whole 1: rank 0's manifest and prune too). Polled, so that another rank's
 // failure, NCCL's, or --timeout-s stops this rank meanwhile. What HOST_WAIT waits in.
-static cudaError_t writer_idle(fault_tolerance *ft)
+static cudaError_t writer_idle(fault_tolerance *ft, int whole)
 {
     checkpoint_writer *w = &ft->ckpt.writer;
     dist_env *d = ft->dist;
@@ -82,7 +84,7 @@ static cudaError_t writer_idle(fault_tolerance *ft)
     char why[300];
     for (;;) {
         pthread_mutex_lock(&w->lock);
-        int busy = w->busy && !w->error[0];
+        int busy = (w->busy || (whole && w->committing)) && !w->error[0];
         pthread_mutex_unlock(&w->lock);
         if (!busy) return cudaSuccess;
         for (int k = 0; k < d->ncomms; k++) {
@@ -128,7 +130,7 @@ void snapshot_due(trainer *t, fault_tolerance *ft, long batch, long next_loss)
     if (busy) {  // the image, the one slot of a checkpoint in flight, is still being written
         c->fig.busy_waits++;
         double w0 = host_now_ms();
-        HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "checkpoint busy", writer_idle(ft));
+        HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "checkpoint busy", writer_idle(ft, 0));
         c->fig.busy_wait_ms += host_now_ms() - w0;
         writer_check(ft);
     }
@@ -183,6 +185,8 @@ void checkpoints_setup(trainer *t, fault_tolerance *ft)
     snapshot *s = &c->snap;
     checkpoint_writer *w = &c->writer;
     s->last_complete = c->resume_from;
+    c->probe = -1;
+    c->next_due = c->start + AUTO_FIRST - 1;  // --checkpoint-every auto's first checkpoint
     if (!c->root) return;
     ckpt_header last;  // the run's last checkpoint holds the most losses: the image's size
     memset(&last, 0, sizeof last);
@@ -222,7 +226,7 @@ void checkpoints_drain(trainer *t, fault_tolerance *ft)
     checkpoint_writer *w = &c->writer;
     if (!w->started) return;
     double t0 = host_now_ms();
-    HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "checkpoint busy", writer_idle(ft));  // the last checkpoint written
+    HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "checkpoint busy", writer_idle(ft, 1));  // the last checkpoint complete
     c->fig.end_wait_ms += host_now_ms() - t0;
     writer_check(ft);
     pthread_mutex_lock(&w->lock);
@@ -240,8 +244,7 @@ void checkpoints_teardown(trainer *t, fault_tolerance *ft)
     if (!c->root) return;
     // rank 0: the words of checkpoints it skipped (every rank has drained: the report's all-gather came after)
     int words = c->mode == CKPT_SNAPSHOT && ft->dist->world > 1 && ft->dist->rank == 0;
-    for (long b = c->start; words && b < t->opt.batches; b++)
-        if ((b + 1) % c->every == 0) clear_words(ft, b);
+    for (long b = c->start; words && b < t->opt.batches; b++) clear_words(ft, b);  // auto: any batch
     CUDA_CHECK(cudaEventDestroy(c->params_copied));
     pinned_free(c->image);
     if (c->mode != CKPT_SNAPSHOT) return;
@@ -260,7 +263,7 @@ void checkpoints_settle(fault_tolerance *ft, int own_too)
     checkpointing *c = &ft->ckpt;
     checkpoint_writer *w = &c->writer;
     if (!c->root || c->mode != CKPT_SNAPSHOT) return;  // blocking: every checkpoint before is complete
-    if (own_too) CUDA_CHECK(writer_idle(ft));
+    if (own_too) CUDA_CHECK(writer_idle(ft, 1));
     pthread_mutex_lock(&w->lock);
     long last = c->snap.last_complete;
     pthread_mutex_unlock(&w->lock);

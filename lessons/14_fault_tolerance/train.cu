@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 1892327434)
+// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 930585908)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // train.cu (lesson 14): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson
 // 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
@@ -229,6 +229,7 @@ int train_loop(trainer *t, fault_tolerance *ft)
 {
     checkpointing *c = &ft->ckpt;
     long next_loss = c->start;  // the losses before the resume point came with the checkpoint
+    c->steady_t0_ms = host_now_ms(), c->steady_from = c->start;  // --checkpoint-every auto moves them on
     for (long i = c->start; i < t->opt.batches; i++) {
         writer_check(ft);  // a checkpoint writer that failed stops the run here, saying why
         if (ft->fingerprint_every > 0 && i % ft->fingerprint_every == 0) fingerprint_check(ft, i);
@@ -246,9 +247,9 @@ int train_loop(trainer *t, fault_tolerance *ft)
         CUDA_CHECK(cudaEventRecord(ft->dp.stepped[s], t->compute_stream));
         loss_ring_queue(&ft->dp.losses, t, i, t->compute_stream);
         loss_ring_interval(&ft->dp.losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
-        // with --checkpoint-dir, a checkpoint after every --checkpoint-every batches, none after
-        // the last: the run is done
-        if (c->root && (i + 1) % c->every == 0 && i + 1 < t->opt.batches) {
+        // with --checkpoint-dir, a checkpoint every --checkpoint-every batches (auto: chosen from what
+        // the first cost, interval.cu), none after the last: the run is done
+        if (checkpoint_due(t, ft, i)) {
             if (c->mode == CKPT_BLOCKING)
                 checkpoint_save(t, ft, i, &next_loss);
             else

@@ -3,6 +3,7 @@
 // and loop, every NCCL call recorded, the faults injected, the fingerprint check;
 // checkpoint.cu: the atomic write, and the blocking checkpoint; snapshot.cu: the checkpoint that
 // costs one copy (a snapshot on a stream of its own, written by a thread); writer.cu: that thread;
+// interval.cu: when a checkpoint is due (--checkpoint-every auto: from what the first one cost);
 // resume.cu: where a restart starts; report.cu: the checks across ranks and the report; main.cu:
 // setup, options, main.
 #ifndef FAULT_TOLERANCE_H
@@ -14,13 +15,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/base/args.h"        // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error
+#include "common/base/args.h"        // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error,
+                                     //          parse_int
 #include "common/base/check.h"       // defines: CUDA_CHECK, check_message
 #include "common/recovery/ckpt.h"    // defines: ckpt_header, ckpt_manifest, ckpt_read_rank, ckpt_complete,
                                      //          ckpt_header_text, ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file,
                                      //          ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS, ckpt_folder,
                                      //          CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune, ckpt_run_differs,
-                                     //          ckpt_run_init, ckpt_fnv1a, CKPT_FNV_START, CKPT_HEADER_BYTES,
+                                     //          ckpt_run_init, ckpt_sum, ckpt_sum_start, ckpt_sum_add, ckpt_sum_end,
+                                     //          CKPT_HEADER_BYTES,
                                      //          CKPT_TRAILER_BYTES
 #include "common/dist/dist.h"        // defines: dist_env, dist_init, dist_select_device, dist_connect,
                                      //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
@@ -55,7 +58,9 @@
 #define RING_SLOTS 256        // the flight recorder keeps this many calls, by default
 #define HELD_MAX 8            // complete checkpoints a rank tells the others it holds, the newest
 #define FINGERPRINT_EVERY 10  // batches between two fingerprint checks, by default (a check before batch 0 too)
-#define CHECKPOINT_EVERY 10   // batches between two checkpoints, by default
+#define AUTO_FIRST 10         // --checkpoint-every auto: the first checkpoint after this many batches
+#define AUTO_SPARE 1.5        // ... and the interval at least this many times the write's time
+#define AUTO_MAX_COST 0.035   // ... and a checkpoint's cost, spread over it, at most this share of a step
 
 // The faults --fault injects, on rank --fault-rank at batch --fault-at-batch, in the first
 // attempt of a launch only (LAUNCH_ATTEMPT unset or 0): a restart runs clean.
@@ -93,7 +98,7 @@ typedef struct {
     train_options train;
     dp_options dp;          // lesson 12's: --bucket-mib, --rendezvous, --timeout-s (dp_step_option_specs)
     const char *ckpt_root;  // --checkpoint-dir: NULL when none (an empty one is none too)
-    int ckpt_every;         // --checkpoint-every
+    int ckpt_every;         // --checkpoint-every: 0 auto
     int ckpt_mode;          // --checkpoint-mode: a ckpt_mode
     int ckpt_busy;          // --checkpoint-busy: a ckpt_busy
     int write_delay_ms;     // --write-delay-ms: a test delay, before each rank's file is written
@@ -122,6 +127,14 @@ typedef struct {
     int frozen;   // the ring is being written: nothing more is recorded
 } flight_recorder;
 
+// What a checkpoint costs, as --checkpoint-every auto measures it on the first one (interval.cu).
+typedef struct {
+    double step_ms;   // a batch, before the first checkpoint
+    double stall_ms;  // the main thread held up by the checkpoint
+    double copy_ms;   // the snapshot's copy (0: blocking, whose copy is in its stall)
+    double write_ms;  // the writer: the rank's file, and rank 0's manifest and prune
+} checkpoint_cost;
+
 // What a checkpoint cost (report.cu): the main thread's time it was held up (its stall), the
 // writer's time per rank file, the copy's, and how often one came due while another was written.
 typedef struct {
@@ -133,7 +146,11 @@ typedef struct {
     double stall_ms;        // the main thread, held up by checkpoints, all together
     double busy_wait_ms;    // of which waiting for the writer
     double end_wait_ms;     // the wait at the end of the run for the last checkpoint's write
+    double auto_wait_ms;    // --checkpoint-every auto: the wait, once, for the first checkpoint to be complete
     double write_ms;        // the rank files' writes (header, losses, checksum, write, fsync, rename), together
+    double last_write_ms;   // the last one's
+    double commit_ms;       // rank 0's second stage (the others' words, the manifest, the prune), together
+    double last_commit_ms;  // the last one's
     double bytes_written;   // their bytes, together
     double copy_ms;         // the snapshots' copies (event-timed on their stream), together
     int copies;             // snapshots copied
@@ -142,9 +159,9 @@ typedef struct {
 } checkpoint_figures;
 
 // The checkpoint writer (writer.cu): a thread that waits for a snapshot's copy, lays the rank's
-// file out around it, writes it (write_atomically), says so to rank 0, and on rank 0 writes the
-// manifest once every rank has, then prunes. One checkpoint in flight at most: the pinned image.
-// Every field below `lock` is read and written under it.
+// file out around it, writes it (write_atomically), says so to rank 0, and gives the image back;
+// then, on rank 0, holding no image, it writes the manifest once every rank has, and prunes. One
+// snapshot in flight at most: the pinned image. Every field below `lock` is read and written under it.
 typedef struct checkpoint_writer {
     pthread_t thread;
     int started;
@@ -153,7 +170,8 @@ typedef struct checkpoint_writer {
     struct fault_tolerance *ft;
     pthread_mutex_t lock;
     pthread_cond_t wake;  // a job, or quit
-    int busy;             // a checkpoint is in flight: from the due point until its file (rank 0: manifest) is done
+    int busy;             // the image is in use: from the due point until this rank's file is written
+    int committing;       // rank 0: the manifest and the prune of the checkpoint before are not done yet
     int job;              // the snapshot's copy is issued: the writer may wait for it
     int quit;
     int mid_file;     // --fault kill-writing: the writer has stopped half way through its file
@@ -181,13 +199,25 @@ typedef struct {
 // The checkpoints this run reads and writes (checkpoint.cu, snapshot.cu, writer.cu, resume.cu).
 typedef struct {
     const char *root;          // --checkpoint-dir: NULL, no checkpoints
-    int every;                 // --checkpoint-every
+    int every;                 // --checkpoint-every, or the interval auto chose (0 until it has)
+    int auto_every;            // --checkpoint-every auto
+    long next_due;             // auto: the batch after which the next checkpoint is due
+    long probe;                // auto: the batch of the first checkpoint, which measures (-1: not yet)
+    double probe_t0_ms;        // auto: when the first batch trained was issued
+    double probe_step_ms;      // auto: the step before the first checkpoint
+    checkpoint_cost cost;      // auto: the figures the interval was chosen by, the ranks' worst
+    double steady_t0_ms;       // when the steady state began: the loop's start, or auto's choice
+    long steady_from;          // ... the first batch of it
     int mode;                  // a ckpt_mode
     int busy_rule;             // a ckpt_busy
     int write_delay_ms;        // --write-delay-ms
     ckpt_run run;              // every field that makes this run this run: another's checkpoint is refused
     long long held[HELD_MAX];  // the newest complete checkpoints this rank finds, newest first
     int held_n;
+    // rank 0's prune: the checkpoints known whole without reading them back (the start verified
+    // them, or this run wrote them: every writer handed rank 0 its file's size and sum), oldest first
+    long long known[HELD_MAX];
+    int known_n;
     long long resume_from;  // the checkpoint this run started from (-1: none)
     long start;             // the first batch this run trains
     // pinned: this rank's file as it will be written: header, weights, losses, trailer; the weights
@@ -237,6 +267,10 @@ void recorder_write(flight_recorder *r, const char *why);
 void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void *mine, void *all, size_t bytes,
                         cudaStream_t stream, const char *stream_name);
 void recorder_stop_hook(void *ctx);  // dist_env's on_stop: the ring is written on any stop
+
+// interval.cu
+int auto_interval(const checkpoint_cost *c, int most);        // CheckFreq's rule: the interval, in batches
+int checkpoint_due(trainer *t, fault_tolerance *ft, long i);  // a checkpoint after batch i; auto chooses when
 
 // train.cu
 void step_hooks(fault_tolerance *ft);  // lesson 12's step calls back into this lesson: the recorder, the faults

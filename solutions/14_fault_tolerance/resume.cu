@@ -25,6 +25,7 @@ void find_checkpoints(fault_tolerance *ft, int batches)
     if (!c->root) return;
     ckpt_manifest m[HELD_MAX];
     c->held_n = ckpt_complete(c->root, c->held, m, HELD_MAX, say_skipped, (void *)ft);
+    for (int k = c->held_n - 1; k >= 0; k--) c->known[c->known_n++] = c->held[k];  // verified just now
     const char *name = ft->dist->name;
     char why[400];
     for (int k = 0; k < c->held_n; k++) {

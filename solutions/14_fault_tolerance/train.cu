@@ -227,6 +227,7 @@ int train_loop(trainer *t, fault_tolerance *ft)
 {
     checkpointing *c = &ft->ckpt;
     long next_loss = c->start;  // the losses before the resume point came with the checkpoint
+    c->steady_t0_ms = host_now_ms(), c->steady_from = c->start;  // --checkpoint-every auto moves them on
     for (long i = c->start; i < t->opt.batches; i++) {
         writer_check(ft);  // a checkpoint writer that failed stops the run here, saying why
         if (ft->fingerprint_every > 0 && i % ft->fingerprint_every == 0) fingerprint_check(ft, i);
@@ -244,9 +245,9 @@ int train_loop(trainer *t, fault_tolerance *ft)
         CUDA_CHECK(cudaEventRecord(ft->dp.stepped[s], t->compute_stream));
         loss_ring_queue(&ft->dp.losses, t, i, t->compute_stream);
         loss_ring_interval(&ft->dp.losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
-        // with --checkpoint-dir, a checkpoint after every --checkpoint-every batches, none after
-        // the last: the run is done
-        if (c->root && (i + 1) % c->every == 0 && i + 1 < t->opt.batches) {
+        // with --checkpoint-dir, a checkpoint every --checkpoint-every batches (auto: chosen from what
+        // the first cost, interval.cu), none after the last: the run is done
+        if (checkpoint_due(t, ft, i)) {
             if (c->mode == CKPT_BLOCKING)
                 checkpoint_save(t, ft, i, &next_loss);
             else

@@ -1,8 +1,9 @@
 // writer.cu (lesson 14): the checkpoint writer thread of the snapshot (snapshot.cu). It waits for
 // the snapshot's copy (polled on its own thread), writes the losses the copy brought into the image,
-// writes the rank's file (write_atomically, as the blocking checkpoint does), and leaves a word in
-// the rendezvous folder for rank 0; rank 0's writer waits for every rank's word, then writes the
-// manifest, last, and prunes. The threads call no NCCL: a word is a small file of this user's own.
+// writes the rank's file (write_atomically, as the blocking checkpoint does), leaves a word in the
+// rendezvous folder for rank 0, and gives the image back. Then, holding no image, rank 0's writer
+// waits for every rank's word, writes the manifest, last, and prunes: the next snapshot waits for
+// the file's write alone. The threads call no NCCL: a word is a small file of this user's own.
 // A writer that fails never exits: it keeps its message for the main thread (writer_check).
 #include <errno.h>
 #include <pthread.h>
@@ -12,8 +13,9 @@
 #include <time.h>    // nanosleep
 #include <unistd.h>  // getpid, pause, unlink
 
-#include "common/base/own_file.h"  // defines: own_file_create, own_file_publish
-#include "fault_tolerance.h"       // the lesson's types, and through it the course's headers
+#include "common/base/own_file.h"      // defines: own_file_create, own_file_publish
+#include "common/base/regular_file.h"  // defines: regular_file_open
+#include "fault_tolerance.h"           // the lesson's types, and through it the course's headers
 
 // A short sleep between two polls: the writer's, of its copy and of the words; the main thread's,
 // of the writer.
@@ -77,11 +79,11 @@ static int wait_for_copy(fault_tolerance *ft, char *why, size_t size)
 static int read_word(const fault_tolerance *ft, long batch, int r, char *what, long long *size, uint64_t *sum, int *err)
 {
     const dist_env *d = ft->dist;
-    char path[1300], fp[32];
+    char path[1300], fp[32], why[160];
     long b = -1;
     unsigned long long s = 0;
     word_path(d, batch, r, path, sizeof path);
-    FILE *f = fopen(path, "r");
+    FILE *f = regular_file_open(path, why, sizeof why);  // a named pipe there would block rank 0's writer
     if (!f) return 0;
     int n = fscanf(f, "%31s %ld %15s %lld %16llx %d", fp, &b, what, size, &s, err);
     fclose(f);
@@ -133,11 +135,11 @@ void clear_words(fault_tolerance *ft, long batch)
     }
 }
 
-// One checkpoint, on the writer thread: the copy waited for, the file laid out around the weights
-// and written, the word said; rank 0: the manifest once every rank's file is there. 1 when it is
-// complete (rank 0: its manifest written; the others: their file), 0 when another rank skipped it,
-// -1 with why.
-static int write_checkpoint(trainer *t, fault_tolerance *ft, long batch, long next_loss, char *why, size_t size)
+// A checkpoint's first stage, on the writer thread: the copy waited for, the file laid out around the
+// weights and written, the word said; its size and sum into sizes[] and sums[] (this rank's). The
+// image is free once it returns. 1 when the file is written, -1 with why.
+static int write_file(trainer *t, fault_tolerance *ft, long batch, long next_loss, long long *sizes, uint64_t *sums,
+                      char *why, size_t size)
 {
     checkpointing *c = &ft->ckpt;
     snapshot *s = &c->snap;
@@ -149,36 +151,55 @@ static int write_checkpoint(trainer *t, fault_tolerance *ft, long batch, long ne
     double t0 = host_now_ms();
     for (long k = next_loss; k <= batch; k++) image_loss(t, ft, k, s->h_ring[k % t->loss_slots]);  // not yet taken
     if (c->write_delay_ms > 0) host_sleep_ms(c->write_delay_ms);  // a test delay: a checkpoint that stays busy
-    long long sizes[CKPT_MAX_RANKS] = {0};
-    uint64_t sums[CKPT_MAX_RANKS] = {0};
-    int err = write_rank_file(ft, batch, &sizes[d->rank], &sums[d->rank]) != 0 ? errno : 0;
-    c->fig.write_ms += host_now_ms() - t0;
+    // a failure is what the call answers, never what errno happens to hold (0 after some failures)
+    int failed = write_rank_file(ft, batch, &sizes[d->rank], &sums[d->rank]) != 0, err = failed ? errno : 0;
+    if (failed && !err) err = EIO;
+    c->fig.last_write_ms = host_now_ms() - t0;
+    c->fig.write_ms += c->fig.last_write_ms;
     c->fig.bytes = (size_t)sizes[d->rank];
     c->fig.bytes_written += (double)sizes[d->rank];
     trace_end(&range);
-    if (d->world > 1 && d->rank != 0) say_word(ft, batch, err ? "failed" : "ok", sizes[d->rank], sums[d->rank], err);
-    if (err) {
+    if (d->world > 1 && d->rank != 0) say_word(ft, batch, failed ? "failed" : "ok", sizes[d->rank], sums[d->rank], err);
+    if (failed) {
         snprintf(why, size,
                  "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
                  "complete checkpoint stays where it was",
                  batch, d->rank, strerror(err));
         return -1;
     }
-    if (d->rank != 0) {
-        c->fig.written++;
-        return 1;  // its file: the manifest is rank 0's (checkpoints_settle looks for it)
-    }
-    int every = gather_words(ft, batch, sizes, sums, why, size);
-    if (every < 0) return -1;
-    if (every == 0) {  // another rank skipped it: no manifest, and ckpt_prune removes the folder later
-        c->fig.abandoned++;
-        clear_words(ft, batch);
-        return 0;
-    }
-    if (commit_checkpoint(ft, batch, sizes, sums, why, size) != 0) return -1;
-    clear_words(ft, batch);
-    c->fig.written++;
+    if (d->rank != 0) c->fig.written++;  // its file: the manifest is rank 0's (checkpoints_settle looks for it)
     return 1;
+}
+
+// Rank 0's second stage, holding no image: every other rank's word, then the manifest and the prune
+// (commit_checkpoint). 1 when the checkpoint is complete, 0 when another rank skipped it, -1 with why.
+static int commit_stage(fault_tolerance *ft, long batch, long long *sizes, uint64_t *sums, char *why, size_t size)
+{
+    checkpointing *c = &ft->ckpt;
+    trace_range range = trace_begin(TL_RANGE_OTHER, "commit", (int)batch);
+    double t0 = host_now_ms();
+    int every = gather_words(ft, batch, sizes, sums, why, size);
+    if (every == 0) c->fig.abandoned++;  // another rank skipped it: no manifest, ckpt_prune removes the folder later
+    int done = every > 0 && commit_checkpoint(ft, batch, sizes, sums, why, size) != 0 ? -1 : every;
+    if (every >= 0) clear_words(ft, batch);
+    if (done > 0) c->fig.written++;
+    c->fig.last_commit_ms = host_now_ms() - t0;
+    c->fig.commit_ms += c->fig.last_commit_ms;
+    trace_end(&range);
+    return done;
+}
+
+// A stage ended, under the writer's lock: its failure kept for the main thread, the checkpoint
+// complete (a rank's file; rank 0's manifest), and what it held given back: the image after the
+// first stage (rank 0 then holds the commit until its second ends), the commit after the second.
+static void stage_over(checkpoint_writer *w, int done, long batch, int first, int commit, const char *why)
+{
+    pthread_mutex_lock(&w->lock);
+    if (done < 0 && !w->error[0]) snprintf(w->error, sizeof w->error, "%s", why);
+    if (done > 0 && !commit) w->ft->ckpt.snap.last_complete = batch;
+    if (first) w->busy = 0;  // the image is free: the next snapshot may land in it
+    w->committing = commit;
+    pthread_mutex_unlock(&w->lock);
 }
 
 void *writer_main(void *arg)
@@ -199,14 +220,14 @@ void *writer_main(void *arg)
             break;
         }
         long batch = w->batch, next_loss = w->next_loss;
-        pthread_mutex_unlock(&w->lock);
-        int done = set == cudaSuccess ? write_checkpoint(t, ft, batch, next_loss, why, sizeof why) : -1;
-        pthread_mutex_lock(&w->lock);
-        if (done < 0 && !w->error[0]) memcpy(w->error, why, sizeof w->error);
-        if (done > 0) ft->ckpt.snap.last_complete = batch;
         w->job = 0;
-        w->busy = 0;
         pthread_mutex_unlock(&w->lock);
+        long long sizes[CKPT_MAX_RANKS] = {0};
+        uint64_t sums[CKPT_MAX_RANKS] = {0};
+        int done = set == cudaSuccess ? write_file(t, ft, batch, next_loss, sizes, sums, why, sizeof why) : -1;
+        int commit = done > 0 && ft->dist->rank == 0;
+        stage_over(w, done, batch, 1, commit, why);
+        if (commit) stage_over(w, commit_stage(ft, batch, sizes, sums, why, sizeof why), batch, 0, 0, why);
     }
     return NULL;
 }
