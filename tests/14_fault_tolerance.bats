@@ -94,6 +94,15 @@ snapshot_host() {
     echo "$bin"
 }
 
+# snapshot_holds BIN DIR CASE: tests/snapshot-host.c's CASE, run in DIR, exits 0 saying "CASE: holds",
+# and ThreadSanitizer says nothing
+snapshot_holds() {
+    run "$ROOT/tests/timed" 120 "$1" "$2" "$3"
+    [ "$status" -eq 0 ] || fail "$3: exit code $status: $(head -n 20 <<<"$output")"
+    assert_output --partial "$3: holds"
+    refute_output --partial "ThreadSanitizer"
+}
+
 # ----------------------------------------------------------------------------
 # course health: no GPU needed
 
@@ -335,10 +344,7 @@ EOF
     bin=$(snapshot_host)
     for c in same busy-wait busy-skip ranks skip-one; do
         rm -rf "$BATS_TEST_TMPDIR/$c" && mkdir "$BATS_TEST_TMPDIR/$c"
-        run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR/$c" "$c"
-        [ "$status" -eq 0 ] || fail "$c: exit code $status: $(head -n 20 <<<"$output")"
-        assert_output --partial "$c: holds"
-        refute_output --partial "ThreadSanitizer"
+        snapshot_holds "$bin" "$BATS_TEST_TMPDIR/$c" "$c"
     done
     # three ranks: every checkpoint kept is whole, each rank's size and checksum in rank 0's manifest
     run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/ranks/ck" --world 3
@@ -383,10 +389,7 @@ EOF
     need_nccl
     [ -d "$ROOT/solutions" ] || skip "the course's own checkpoint.cu: not in a student's copy"
     bin=$(snapshot_host)
-    run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" root-synced
-    [ "$status" -eq 0 ] || fail "exit code $status: $(head -n 20 <<<"$output")"
-    assert_output --partial "root-synced: holds"
-    refute_output --partial "ThreadSanitizer"
+    snapshot_holds "$bin" "$BATS_TEST_TMPDIR" root-synced
 }
 
 # CheckFreq's rule (interval.cu's auto_interval) on figures whose answer is known, and a run that
@@ -397,10 +400,7 @@ EOF
     [ -d "$ROOT/solutions" ] || skip "the course's own interval.cu: not in a student's copy"
     bin=$(snapshot_host)
     for c in interval auto; do
-        run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" $c
-        [ "$status" -eq 0 ] || fail "$c: exit code $status: $(head -n 20 <<<"$output")"
-        assert_output --partial "$c: holds"
-        refute_output --partial "ThreadSanitizer"
+        snapshot_holds "$bin" "$BATS_TEST_TMPDIR" "$c"
     done
 }
 
@@ -411,10 +411,7 @@ EOF
     need_nccl
     [ -d "$ROOT/solutions" ] || skip "the course's own writer.cu: not in a student's copy"
     bin=$(snapshot_host)
-    run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" hand-back
-    [ "$status" -eq 0 ] || fail "exit code $status: $(head -n 20 <<<"$output")"
-    assert_output --partial "hand-back: holds"
-    refute_output --partial "ThreadSanitizer"
+    snapshot_holds "$bin" "$BATS_TEST_TMPDIR" hand-back
 }
 
 # Rank 0's prune read back and summed every checkpoint it kept (0.6 to 0.9 s a checkpoint of 206 MB
@@ -424,10 +421,7 @@ EOF
     need_nccl
     [ -d "$ROOT/solutions" ] || skip "the course's own checkpoint.cu: not in a student's copy"
     bin=$(snapshot_host)
-    run "$ROOT/tests/timed" 120 "$bin" "$BATS_TEST_TMPDIR" no-read-back
-    [ "$status" -eq 0 ] || fail "exit code $status: $(head -n 20 <<<"$output")"
-    assert_output --partial "no-read-back: holds"
-    refute_output --partial "ThreadSanitizer"
+    snapshot_holds "$bin" "$BATS_TEST_TMPDIR" no-read-back
     for mode in blocking snapshot; do  # what it kept is whole all the same
         run "$TOOLS/checkpoint-report" "$BATS_TEST_TMPDIR/$mode"
         assert_success
