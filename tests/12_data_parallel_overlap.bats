@@ -523,43 +523,12 @@ first_bucket_early() {
         fail "got: $stderr"
 }
 
-# bats test_tags=gpu,ranks
+# bats test_tags=gpu,ranks,claim:12-torchrun
 @test "12 under torchrun --standalone --no-python, two ranks: verified, the bits of tools/launch (losses, every rank's weights)" {
     need_nccl_gpu
-    command -v torchrun >/dev/null || skip "torchrun is not installed (PyTorch's launcher: pip install torch)"
-    export NCCL_ALGO=Ring NCCL_PROTO=Simple  # nothing but the launcher varies between the two runs
-    run_ranks 2 launched "$P" $SMALL12
-    assert_success
-    want=$(bits_of "$BATS_TEST_TMPDIR/launched.json" weights_checksums)
-    # torchrun sets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and TORCHELASTIC_RUN_ID (the run's id,
-    # common/dist/dist_env.c); the NCCL id goes through the rendezvous folder, as under tools/launch
-    rv=$BATS_TEST_TMPDIR/rv
-    mkdir -m 700 "$rv"
-    node=()
-    if [ "${GPUS:-0}" -lt 2 ]; then
-        # one GPU: torchrun's two processes would share it, which NCCL refuses on one host ("Duplicate
-        # GPU detected"); each made a node of its own, as tools/launch --simulate-nodes does
-        cat >"$BATS_TEST_TMPDIR/node" <<'EOF'
-#!/usr/bin/env bash
-export LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 NCCL_HOSTID="torchrun-${TORCHELASTIC_RUN_ID:-run}-node$RANK" \
-    NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 SIMULATED_NODES=1
-exec "$@"
-EOF
-        chmod +x "$BATS_TEST_TMPDIR/node"
-        node=("$BATS_TEST_TMPDIR/node")
-    fi
-    # shellcheck disable=SC2086
-    run --separate-stderr env RENDEZVOUS_DIR="$rv" "$ROOT/tests/timed" "$CHECK_TIMEOUT" torchrun --standalone --no-python \
-        --nproc-per-node 2 "${node[@]}" "$BIN/$P" $SMALL12 --json
-    [ "$status" -eq 0 ] || fail "torchrun: exit code $status: $(tail -n 5 <<<"$stderr")"
-    # rank 0's JSON alone on stdout (torchrun's own lines go to stderr)
-    f=$BATS_TEST_TMPDIR/torchrun.json
-    printf '%s\n' "$output" >"$f"
-    jq -e . "$f" >/dev/null || fail "torchrun's stdout is not rank 0's JSON: $output"
-    assert_equal "$(json_get "$f" world_size) $(json_get "$f" launcher)" "2 tools/launch or torchrun"
-    assert_equal "$(json_get "$f" matches_reference) $(json_get "$f" ranks_identical)" "true true"
-    assert_equal "$(json_get "$f" simulated_nodes)" "$(json_get "$BATS_TEST_TMPDIR/launched.json" simulated_nodes)"
-    assert_equal "$(bits_of "$f" weights_checksums)" "$want"
+    assert_torchrun_like_launch "$P" "loss_checksum weights_checksums" $SMALL12
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/torchrun.json" matches_reference)" true
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/torchrun.json" ranks_identical)" true
 }
 
 # bats test_tags=ranks,gpu

@@ -480,6 +480,15 @@ peak_slots() {
     assert_equal "$(json_get "$BATS_TEST_TMPDIR/r.json" schedule) $(json_get "$BATS_TEST_TMPDIR/r.json" stage_layers)" "gpipe 1-2|3-4"
 }
 
+# bats test_tags=gpu,ranks,claim:13-torchrun
+@test "13 under torchrun --standalone --no-python, two stages: verified, the bits of tools/launch (losses, every layer)" {
+    need_nccl_gpu
+    assert_torchrun_like_launch "$P" "loss_checksum layer_checksums" $SMALL13
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/torchrun.json" matches_reference)" true
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/torchrun.json" ranks_verified)" true
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/torchrun.json" stages)" 2
+}
+
 # Four stages, each micro-batch count once, each under one test delay in turn, a check each (a
 # run of four simulated stages takes up to 40 s on one H100: three in one check passed the suite's
 # 120 s): 1 without a delay, 2 with the copies held back, 4 the compute, 8 the copies, 16 the compute.

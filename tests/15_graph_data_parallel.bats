@@ -223,6 +223,15 @@ ratio() {
     done
 }
 
+# bats test_tags=gpu,ranks,claim:15-torchrun
+@test "15 under torchrun --standalone --no-python, two ranks: verified, the bits of tools/launch (losses, every rank's weights)" {
+    need_nccl_gpu
+    assert_torchrun_like_launch "$P" "loss_checksum weights_checksums" $SMALL15
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/torchrun.json" matches_reference)" true
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/torchrun.json" ranks_identical)" true
+    assert_equal "$(json_get "$BATS_TEST_TMPDIR/torchrun.json" graph_launches)" "$NB"
+}
+
 # bats test_tags=ranks,gpu,ex:15-capture,ex:15-loss-event,ex:15-replay
 @test "15 four ranks: bit-identical to the reference and to lesson 12 on every rank, compute delayed" {
     need_nccl_gpu

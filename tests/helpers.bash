@@ -620,3 +620,45 @@ cited_paths() {
         done
     done
 }
+
+# assert_torchrun_like_launch PROGRAM "KEYS" ARGS...: PROGRAM on two ranks under tools/launch, then
+# under `torchrun --standalone --no-python` (PyTorch's launcher; the check skips where it is not
+# installed), each with ARGS; both verified, torchrun's stdout rank 0's JSON alone (its own lines go
+# to stderr), and the JSON's KEYS (the bits: losses, weights) the same in both. torchrun sets RANK,
+# WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE and TORCHELASTIC_RUN_ID (the run's id,
+# common/dist/dist_env.c); the NCCL id goes through the rendezvous folder, as under tools/launch.
+# The two JSON objects stay in $BATS_TEST_TMPDIR/launched.json and torchrun.json.
+assert_torchrun_like_launch() {
+    local program=$1 keys=$2 k rv f node=()
+    shift 2
+    command -v torchrun >/dev/null || skip "torchrun is not installed (PyTorch's launcher: pip install torch)"
+    export NCCL_ALGO=Ring NCCL_PROTO=Simple  # nothing but the launcher varies between the two runs
+    run_ranks 2 launched "$program" "$@"
+    assert_success
+    rv=$BATS_TEST_TMPDIR/rv
+    mkdir -m 700 "$rv"
+    if [ "${GPUS:-0}" -lt 2 ]; then
+        # one GPU: torchrun's two processes would share it, which NCCL refuses on one host ("Duplicate
+        # GPU detected"); each made a node of its own, as tools/launch --simulate-nodes does
+        cat >"$BATS_TEST_TMPDIR/node" <<'NODE'
+#!/usr/bin/env bash
+export LOCAL_RANK=0 LOCAL_WORLD_SIZE=1 NCCL_HOSTID="torchrun-${TORCHELASTIC_RUN_ID:-run}-node$RANK" \
+    NCCL_SOCKET_IFNAME=lo NCCL_IB_DISABLE=1 SIMULATED_NODES=1
+exec "$@"
+NODE
+        chmod +x "$BATS_TEST_TMPDIR/node"
+        node=("$BATS_TEST_TMPDIR/node")
+    fi
+    run --separate-stderr env RENDEZVOUS_DIR="$rv" "$ROOT/tests/timed" "$CHECK_TIMEOUT" torchrun --standalone \
+        --no-python --nproc-per-node 2 "${node[@]}" "$BIN/$program" "$@" --json
+    [ "$status" -eq 0 ] || fail "torchrun: exit code $status: $(tail -n 5 <<<"$stderr")"
+    f=$BATS_TEST_TMPDIR/torchrun.json
+    printf '%s\n' "$output" >"$f"
+    jq -e . "$f" >/dev/null || fail "torchrun's stdout is not rank 0's JSON: $output"
+    assert_equal "$(json_get "$f" world_size) $(json_get "$f" launcher)" "2 tools/launch or torchrun"
+    assert_equal "$(json_get "$f" simulated_nodes)" "$(json_get "$BATS_TEST_TMPDIR/launched.json" simulated_nodes)"
+    for k in $keys; do
+        [ -n "$(json_get "$f" "$k")" ] || fail "torchrun's JSON has no $k"
+        assert_equal "$k $(json_get "$f" "$k")" "$k $(json_get "$BATS_TEST_TMPDIR/launched.json" "$k")"
+    done
+}
