@@ -9,11 +9,17 @@ of DDP would measure the copy. Nothing in the course depends on it.
 usage: torchrun --standalone --nproc-per-node 2 tools/ddp-peer.py [options]     two GPUs
        python3 tools/ddp-peer.py [options]                                       one GPU, one rank
 
-Round-robin, --warmup untimed rounds then --rounds timed ones, each round three runs of --batches
-batches from the same initial weights:
+Round-robin, --warmup untimed rounds then --rounds timed ones, each round runs of --batches batches
+from the same initial weights: one, then for every variant (--variants) sync and nosync:
   sync    DDP's step: forward, backward with each bucket all-reduced as soon as it is ready, update;
   nosync  the same step inside ddp.no_sync(): no communication at all, the compute alone;
   one     rank 0 alone, the model without DDP on its GPU (the other ranks wait): 12's one-rank run.
+A variant is DDP as its users tune it (issue 46), a model of its own under DDP with some of:
+gradient_as_bucket_view=True (view: the gradients are the buckets, no copy in or out),
+static_graph=True (static), SGD's step fused, foreach or a loop, and another bucket_cap_mb. The
+JSON's top level holds the first variant's figures; "variants" holds every one. --trace-out runs
+each mode once more under torch.profiler and says where rank 0's step goes (GPU busy and idle,
+kernels by kind). --cpu runs on the CPU over gloo: a check of the script, no timing.
 A run's step is its wall time over its batches, the GPU synchronised before and after (12's harness
 times a run the same way). Rank 0 prints one JSON object on stdout: every rank's median step and its
 spread (min and max over the rounds) per mode, the step of the slowest rank, weak scaling (one /
@@ -123,8 +129,50 @@ def parse_options(argv):
         check = positive(low, high) if kind is int else real(low, high)
         words = f"{words} ({plain(low)}..{plain(high)}, default {plain(default)})"  # the help says the real default
         p.add_argument(name, dest=dest, type=check, default=default, metavar=metavar, help=words)
+    p.add_argument("--variants", type=variant_list, default=[("default", {})], metavar="V;V",
+                   help="DDP's settings to time, round-robin, each a row: words joined by '+' from view "
+                   "(gradient_as_bucket_view=True), static (static_graph=True), foreach, fused or loop (SGD's "
+                   "step: multi-tensor, fused, or a loop over the tensors; default: PyTorch's choice), "
+                   "bucket=MIB (bucket_cap_mb; default --bucket-mib), and default (none); split by ';' "
+                   "(default: default)")
+    p.add_argument("--trace-out", metavar="FILE", type=file_name,
+                   help="after the rounds, one more run of each mode under torch.profiler on every rank (the "
+                   "first variant): rank 0's GPU time per step by kind of kernel, its busy and idle time, into "
+                   "the JSON (trace), and rank 0's Chrome trace into FILE")
+    p.add_argument("--cpu", action="store_true", help="run on the CPU over gloo: a check of the script, not a timing")
     p.add_argument("--json-out", metavar="FILE", type=file_name, help="also write the JSON object to FILE (rank 0)")
     return p.parse_args(argv)
+
+
+VARIANT_WORDS = ("default", "view", "static", "foreach", "fused", "loop")
+
+
+def variant_list(text):
+    """'default;view+static+fused;view+bucket=100': [(name, settings)], each name once."""
+    out, seen = [], set()
+    for name in text.split(";"):
+        settings = {}
+        for word in name.split("+"):
+            if word.startswith("bucket="):
+                try:
+                    settings["bucket"] = real(0.001, 4096)(word[7:])
+                except argparse.ArgumentTypeError as e:
+                    raise argparse.ArgumentTypeError(f"variant '{name}': bucket= {e}")
+            elif word in VARIANT_WORDS:
+                if word in ("foreach", "fused", "loop"):
+                    if "optimizer" in settings:
+                        raise argparse.ArgumentTypeError(f"variant '{name}': one of foreach, fused, loop")
+                    settings["optimizer"] = word
+                elif word != "default":
+                    settings[word] = True
+            else:
+                raise argparse.ArgumentTypeError(
+                    f"variant '{name}': '{word}' is none of {', '.join(VARIANT_WORDS)} or bucket=MIB")
+        if name in seen:
+            raise argparse.ArgumentTypeError(f"variant '{name}' given twice")
+        seen.add(name)
+        out.append((name, settings))
+    return out
 
 
 # ----------------------------------------------------------------------------
@@ -183,11 +231,13 @@ def step(torch, model, optimizer, batch, shard, quiet=None):
 
 def timed_run(torch, model, optimizer, data, o, quiet=None):
     """ms per batch of one run of --batches batches, the GPU idle before and after."""
-    torch.cuda.synchronize()
+    if not o.cpu:
+        torch.cuda.synchronize()
     t0 = time.perf_counter()
     for i in range(o.batches):
         step(torch, model, optimizer, data[i % len(data)], o.shard, quiet)
-    torch.cuda.synchronize()
+    if not o.cpu:
+        torch.cuda.synchronize()
     return (time.perf_counter() - t0) * 1e3 / o.batches
 
 
@@ -229,49 +279,148 @@ def nccl_version(torch):
     return ".".join(str(x) for x in v)
 
 
-def report(torch, dist, o, world, rank, times, digests, ddp):
+def variant_figures(rows, name, one):
+    """One variant's figures from every rank's medians (rank 0 only)."""
+    sync = max(r[name]["sync"][0] for r in rows)  # a synchronised step goes at the pace of the slowest rank
+    nosync = max(r[name]["nosync"][0] for r in rows)
+    return {
+        "sync_step_ms": sync, "nosync_step_ms": nosync,
+        "sync_step_ms_per_rank": per_rank([r[name]["sync"] for r in rows], 0),
+        "sync_step_min_ms_per_rank": per_rank([r[name]["sync"] for r in rows], 1),
+        "sync_step_max_ms_per_rank": per_rank([r[name]["sync"] for r in rows], 2),
+        "nosync_step_ms_per_rank": per_rank([r[name]["nosync"] for r in rows], 0),
+        "nosync_step_min_ms_per_rank": per_rank([r[name]["nosync"] for r in rows], 1),
+        "nosync_step_max_ms_per_rank": per_rank([r[name]["nosync"] for r in rows], 2),
+        "scaling": one / sync,
+        "exposed_comm_ms": sync - nosync, "exposed_comm_share": (sync - nosync) / sync,
+        "exposed_vs_one_ms": sync - one, "nosync_vs_one_ms": nosync - one,
+        "exposed_comm_ms_per_rank": ",".join(f"{r[name]['sync'][0] - r[name]['nosync'][0]:.4f}" for r in rows),
+        "weights_checksums": ",".join(r[name]["digest"] for r in rows),
+        "ranks_identical": all(r[name]["digest"] == rows[0][name]["digest"] for r in rows),
+    }
+
+
+def report(torch, dist, o, world, rank, runs, times, one_times, trace):
+    mine = {"one": spread(one_times) if one_times else None, "device": "cpu" if o.cpu else torch.cuda.get_device_name()}
+    for v in runs:
+        mine[v["name"]] = {"sync": spread(times[v["name"]]["sync"]), "nosync": spread(times[v["name"]]["nosync"]),
+                           "digest": v["digest"]}
     rows = [None] * world
-    dist.all_gather_object(rows, {"sync": spread(times["sync"]), "nosync": spread(times["nosync"]),
-                                  "one": spread(times["one"]) if times["one"] else None,
-                                  "digest": digests, "device": torch.cuda.get_device_name()})
+    dist.all_gather_object(rows, mine)
     if rank != 0:
         return None
-    sync = max(r["sync"][0] for r in rows)  # a synchronised step goes at the pace of the slowest rank
-    nosync = max(r["nosync"][0] for r in rows)
     one = rows[0]["one"]
-    identical = all(r["digest"] == rows[0]["digest"] for r in rows)
-    buckets = None
-    try:  # DDP's own account of its buckets (an internal call: absent in some versions)
-        logged = ddp._get_ddp_logging_data()
-        buckets = str(logged.get("bucket_sizes"))
-    except Exception:
-        pass
-    nccl = nccl_version(torch)
+    variants = []
+    for v in runs:
+        buckets = None
+        try:  # DDP's own account of its buckets (an internal call: absent in some versions)
+            buckets = str(v["ddp"]._get_ddp_logging_data().get("bucket_sizes"))
+        except Exception:
+            pass
+        f = {"name": v["name"], "gradient_as_bucket_view": v["view"], "static_graph": v["static"],
+             "optimizer": v["optimizer"], "bucket_cap_mb": v["bucket"], "ddp_bucket_sizes": buckets}
+        f.update(variant_figures(rows, v["name"], one[0]))
+        variants.append(f)
+    first = variants[0]
     j = {
         "program": PROG, "peer": "torch.nn.parallel.DistributedDataParallel", "torch_version": torch.__version__,
-        "nccl_version": nccl, "devices": ",".join(r["device"] for r in rows), "world_size": world,
+        "nccl_version": "none (gloo)" if o.cpu else nccl_version(torch), "devices": ",".join(r["device"] for r in rows), "world_size": world,
         "launcher": "torchrun" if os.environ.get("TORCHELASTIC_RUN_ID") else "none",
         "in": o.in_dim, "hidden": o.hidden, "hidden_layers": o.layers, "out": o.out, "shard_batch": o.shard,
-        "global_batch": o.shard * world, "bucket_cap_mb": o.bucket_mib, "ddp_bucket_sizes": buckets,
-        "dtype": "float32", "tf32": False, "lr": o.lr, "batches": o.batches, "rounds": o.rounds, "warmup": o.warmup,
-        "sync_step_ms": sync, "nosync_step_ms": nosync,
+        "global_batch": o.shard * world, "bucket_cap_mb": first["bucket_cap_mb"],
+        "ddp_bucket_sizes": first["ddp_bucket_sizes"], "dtype": "float32", "tf32": False, "lr": o.lr,
+        "batches": o.batches, "rounds": o.rounds, "warmup": o.warmup, "variant": first["name"],
         "one_step_ms": one[0], "one_step_min_ms": one[1], "one_step_max_ms": one[2],
-        "sync_step_ms_per_rank": per_rank([r["sync"] for r in rows], 0),
-        "sync_step_min_ms_per_rank": per_rank([r["sync"] for r in rows], 1),
-        "sync_step_max_ms_per_rank": per_rank([r["sync"] for r in rows], 2),
-        "nosync_step_ms_per_rank": per_rank([r["nosync"] for r in rows], 0),
-        "nosync_step_min_ms_per_rank": per_rank([r["nosync"] for r in rows], 1),
-        "nosync_step_max_ms_per_rank": per_rank([r["nosync"] for r in rows], 2),
-        "scaling": one[0] / sync,
-        "exposed_comm_ms": sync - nosync, "exposed_comm_share": (sync - nosync) / sync,
-        "exposed_vs_one_ms": sync - one[0],
-        "exposed_comm_ms_per_rank": ",".join(f"{r['sync'][0] - r['nosync'][0]:.4f}" for r in rows),
-        "weights_checksums": ",".join(r["digest"] for r in rows), "ranks_identical": identical,
     }
+    # the first variant's figures at the top (tools/levers and tools/multi-gpu-figures read them), then all
+    j.update({k: v for k, v in first.items() if k not in j and k != "name"})
+    j["ranks_identical"] = all(v["ranks_identical"] for v in variants)
+    j["variants"] = variants
+    if trace is not None:
+        j["trace"] = trace
     return j
 
 
 # ----------------------------------------------------------------------------
+# the trace: where a step's time goes on rank 0
+
+def kernel_kind(name):
+    n = name.lower()
+    if "nccl" in n:
+        return "nccl"
+    if "gemm" in n or "xmma" in n or "cutlass" in n or "cublas" in n or "sm90" in n:
+        return "gemm"
+    if "memcpy" in n or "memset" in n or "copy" in n or "cat" in n:
+        return "copy"
+    return "elementwise"
+
+
+def summarise_trace(prof, batches):
+    """GPU time per step by kind of kernel on rank 0, the union of every kernel's time (busy), and
+    the span from the first kernel to the last (window): window - busy is the GPU idle in a step."""
+    spans, kinds, count = [], {}, 0
+    for e in prof.events():
+        if str(getattr(e, "device_type", "")).endswith("CUDA") and e.time_range.end > e.time_range.start:
+            spans.append((e.time_range.start, e.time_range.end))
+            k = kernel_kind(e.name)
+            kinds[k] = kinds.get(k, 0.0) + (e.time_range.end - e.time_range.start) / 1e3
+            count += 1
+    if not spans:
+        return {"kernels_per_step": 0}
+    spans.sort()
+    busy, at = 0.0, spans[0][0]
+    for a, b in spans:
+        a = max(a, at)
+        if b > a:
+            busy += b - a
+            at = b
+    window = (spans[-1][1] - spans[0][0]) / 1e3
+    out = {"kernels_per_step": count / batches, "window_ms_per_step": window / batches,
+           "busy_ms_per_step": busy / 1e3 / batches, "idle_ms_per_step": (window - busy / 1e3) / batches}
+    out.update({f"{k}_ms_per_step": v / batches for k, v in sorted(kinds.items())})
+    return out
+
+
+def traced_runs(torch, dist, o, rank, v, plain, plain_optimizer, data, initial):
+    """One run of each mode under torch.profiler (every rank profiles, so that the ranks stay alike);
+    rank 0's summary per mode, and its Chrome trace of each run into --trace-out with the mode's name
+    before the suffix (t.json: t.sync.json, t.nosync.json, t.one.json)."""
+    from torch.profiler import ProfilerActivity, profile
+    activities = [ProfilerActivity.CPU] + ([] if o.cpu else [ProfilerActivity.CUDA])
+    base, dot, suffix = o.trace_out.rpartition(".")
+    out = {"variant": v["name"], "files": []}
+    for mode in ("sync", "nosync", "one"):
+        reset(torch, list(plain.parameters()) if mode == "one" and plain else v["params"], initial)
+        dist.barrier()
+        with profile(activities=activities) as prof:
+            if mode != "one":
+                timed_run(torch, v["ddp"], v["optimizer_obj"], data, o, v["ddp"].no_sync if mode == "nosync" else None)
+            elif rank == 0:
+                timed_run(torch, plain, plain_optimizer, data, o)
+        if rank == 0:
+            out[mode] = summarise_trace(prof, o.batches)
+            name = f"{base}.{mode}.{suffix}" if dot else f"{o.trace_out}.{mode}"
+            prof.export_chrome_trace(name)
+            out["files"].append(name)
+    return out if rank == 0 else None
+
+
+# ----------------------------------------------------------------------------
+
+def make_variant(torch, o, device, local, name, settings):
+    """A model of its own under DDP with the variant's settings, and its optimizer."""
+    model = make_model(torch, o, device)
+    bucket = settings.get("bucket", o.bucket_mib)
+    ddp = torch.nn.parallel.DistributedDataParallel(
+        model, device_ids=None if o.cpu else [local], bucket_cap_mb=bucket,
+        gradient_as_bucket_view=settings.get("view", False), static_graph=settings.get("static", False))
+    params = list(ddp.module.parameters())
+    choice = settings.get("optimizer")
+    kwargs = {"foreach": {"foreach": True}, "fused": {"fused": True}, "loop": {"foreach": False}}.get(choice, {})
+    return {"name": name, "ddp": ddp, "params": params, "optimizer_obj": torch.optim.SGD(params, lr=o.lr, **kwargs),
+            "view": settings.get("view", False), "static": settings.get("static", False),
+            "optimizer": choice or "default", "bucket": bucket, "digest": None}
+
 
 def main(argv):
     o = parse_options(argv)
@@ -282,46 +431,57 @@ def main(argv):
     except ImportError as e:
         fail(f"PyTorch is not installed ({e}): the peer needs torch and torchrun (pip install torch)")
     rank, world, local = placement()
-    if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
-        fail("no usable GPU (torch.cuda.is_available() is false)", 3)
-    if local >= torch.cuda.device_count():
-        fail(f"no usable GPU for rank {rank}: local rank {local}, {torch.cuda.device_count()} visible", 3)
-    torch.backends.cuda.matmul.allow_tf32 = False  # fp32 products, as 12's cublasSgemm
-    torch.backends.cudnn.allow_tf32 = False
-    torch.set_float32_matmul_precision("highest")
-    device = torch.device("cuda", local)
-    torch.cuda.set_device(device)
-    try:  # device_id (PyTorch 2.3 and later) binds the communicator to this rank's GPU at once
-        dist.init_process_group("nccl", device_id=device)
-    except TypeError:
-        dist.init_process_group("nccl")
+    if o.cpu:
+        device = torch.device("cpu")
+        dist.init_process_group("gloo")
+    else:
+        if not torch.cuda.is_available() or torch.cuda.device_count() == 0:
+            fail("no usable GPU (torch.cuda.is_available() is false)", 3)
+        if local >= torch.cuda.device_count():
+            fail(f"no usable GPU for rank {rank}: local rank {local}, {torch.cuda.device_count()} visible", 3)
+        torch.backends.cuda.matmul.allow_tf32 = False  # fp32 products, as 12's cublasSgemm
+        torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        device = torch.device("cuda", local)
+        torch.cuda.set_device(device)
+        try:  # device_id (PyTorch 2.3 and later) binds the communicator to this rank's GPU at once
+            dist.init_process_group("nccl", device_id=device)
+        except TypeError:
+            dist.init_process_group("nccl")
     torch.manual_seed(1234)  # every rank the same weights; DDP broadcasts rank 0's anyway
-    model = make_model(torch, o, device)
-    ddp = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local], bucket_cap_mb=o.bucket_mib)
-    params = list(ddp.module.parameters())
-    initial = [p.detach().clone() for p in params]  # every run starts from these (12's harness does too)
+    runs = []
+    for name, settings in o.variants:
+        torch.manual_seed(1234)  # every variant the same initial weights too
+        runs.append(make_variant(torch, o, device, local, name, settings))
+    initial = [p.detach().clone() for p in runs[0]["params"]]  # every run starts from these (as 12's harness)
     data = make_data(torch, o, device, rank)
-    optimizer = torch.optim.SGD(params, lr=o.lr)
-    # the one-rank run: a model of its own, never wrapped (DDP's hooks are on `model`'s parameters)
+    # the one-rank run: a model of its own, never wrapped (DDP's hooks are on the wrapped models' parameters)
     plain = make_model(torch, o, device) if rank == 0 else None
     plain_params = list(plain.parameters()) if plain else []
     plain_optimizer = torch.optim.SGD(plain_params, lr=o.lr) if plain else None
-    times = {"sync": [], "nosync": [], "one": []}
-    digests = None
+    times = {v["name"]: {"sync": [], "nosync": []} for v in runs}
+    one_times = []
     for r in range(-o.warmup, o.rounds):
-        for mode in ("sync", "nosync", "one"):
-            reset(torch, plain_params if mode == "one" else params, initial)
-            dist.barrier()  # every rank starts the run together, as 12's runs line up
-            if mode == "one":  # rank 0 alone: the model without DDP, the others wait
-                ms = timed_run(torch, plain, plain_optimizer, data, o) if rank == 0 else None
-            else:
-                ms = timed_run(torch, ddp, optimizer, data, o, ddp.no_sync if mode == "nosync" else None)
-            if mode == "sync":
-                digests = weights_digest(torch, params)
-            if r >= 0 and ms is not None:
-                times[mode].append(ms)
+        reset(torch, plain_params, initial)
+        dist.barrier()  # rank 0 alone: the model without DDP, the others wait
+        ms = timed_run(torch, plain, plain_optimizer, data, o) if rank == 0 else None
+        if r >= 0 and ms is not None:
+            one_times.append(ms)
+        for v in runs:  # round-robin: every variant in every round
+            for mode in ("sync", "nosync"):
+                reset(torch, v["params"], initial)
+                dist.barrier()  # every rank starts the run together, as 12's runs line up
+                ms = timed_run(torch, v["ddp"], v["optimizer_obj"], data, o,
+                               v["ddp"].no_sync if mode == "nosync" else None)
+                if mode == "sync":
+                    v["digest"] = weights_digest(torch, v["params"])
+                if r >= 0:
+                    times[v["name"]][mode].append(ms)
+    trace = None
+    if o.trace_out:
+        trace = traced_runs(torch, dist, o, rank, runs[0], plain, plain_optimizer, data, initial)
     dist.barrier()
-    j = report(torch, dist, o, world, rank, times, digests, ddp)
+    j = report(torch, dist, o, world, rank, runs, times, one_times, trace)
     dist.destroy_process_group()
     if j is None:
         return 0
@@ -331,7 +491,8 @@ def main(argv):
         with open(o.json_out, "w") as f:
             f.write(text + "\n")
     if not j["ranks_identical"]:
-        fail("the ranks' weights differ after a synced run: " + j["weights_checksums"])
+        fail("the ranks' weights differ after a synced run: " +
+             "; ".join(f"{v['name']}: {v['weights_checksums']}" for v in j["variants"] if not v["ranks_identical"]))
     return 0
 
 
