@@ -86,7 +86,7 @@ need_torchrun() {
         and (.step_ms_per_stage | split(",") | length == 2)] | all' "$f" >/dev/null || fail "figures: $(jq -c .figures "$f")"
 }
 
-@test "peers: ddp-peer.py on the CPU, two ranks: every variant a row, its settings said, the weights alike, a traced run" {
+@test "peers: ddp-peer.py on the CPU, two ranks: every variant a row, its settings said, weights alike synced and not under no_sync, a traced run" {
     need_torchrun
     run --separate-stderr "$ROOT/tests/timed" 300 torchrun --standalone --nproc-per-node 2 "$DDP" --cpu --hidden 32 \
         --layers 2 --shard 8 --batches 2 --rounds 1 --warmup 0 --variants "default;view+static+fused;loop+bucket=0.01" \
@@ -96,6 +96,8 @@ need_torchrun() {
     assert_equal "$(jq -r '[.variants[] | "\(.name):\(.gradient_as_bucket_view):\(.static_graph):\(.optimizer):\(.bucket_cap_mb)"] | join(" ")' "$f")" \
         "default:false:false:default:25 view+static+fused:true:true:fused:25 loop+bucket=0.01:false:false:loop:0.01"
     assert_equal "$(jq -r '[.variants[].ranks_identical] | join(" ")' "$f") $(jq -r .ranks_identical "$f")" "true true true true"
+    # no_sync held the whole step (forward too): every rank ended its no_sync runs with weights of its own
+    assert_equal "$(jq -r '[.variants[].nosync_ranks_identical] | join(" ")' "$f")" "false false false"
     assert_equal "$(jq -r '.variant, .sync_step_ms == .variants[0].sync_step_ms' "$f" | paste -sd ' ')" "default true"
     for m in sync nosync one; do [ -s "$BATS_TEST_TMPDIR/t.$m.json" ] || fail "no trace of $m"; done
 }

@@ -24,7 +24,8 @@ A run's step is its wall time over its batches, the GPU synchronised before and 
 times a run the same way). Rank 0 prints one JSON object on stdout: every rank's median step and its
 spread (min and max over the rounds) per mode, the step of the slowest rank, weak scaling (one /
 sync), exposed communication (sync - nosync, and sync - one as 12's figures take it), DDP's buckets,
-and whether every rank ended a synced run with the same weights (bit for bit).
+and whether every rank ended a synced run with the same weights (bit for bit) and a no_sync run with
+weights of its own (its data differ: alike, the run communicated, and the script fails).
 
 What matches lesson 12 (common/model/mlp.h, common/model/model.h, solutions/12_data_parallel_overlap):
   - the model: --in inputs, --layers hidden layers of --hidden units, --out outputs, ReLU after every
@@ -52,6 +53,7 @@ is missing; 2 bad usage (one line); 3 no usable GPU (one line).
 """
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -219,13 +221,12 @@ def make_data(torch, o, device, rank):
 def step(torch, model, optimizer, batch, shard, quiet=None):
     x, t = batch
     optimizer.zero_grad(set_to_none=True)
-    y = model(x)
-    loss = (y - t).pow(2).sum() / (2 * shard)  # 12's loss: the mean over this rank's samples
-    if quiet is None:
+    # ddp.no_sync() must hold the forward pass too: DDP's forward is where it prepares the reducer for
+    # the backward pass (require_backward_grad_sync); a backward alone inside it still all-reduces
+    with quiet() if quiet is not None else contextlib.nullcontext():
+        y = model(x)
+        loss = (y - t).pow(2).sum() / (2 * shard)  # 12's loss: the mean over this rank's samples
         loss.backward()
-    else:
-        with quiet():  # ddp.no_sync(): the gradients stay on this rank, nothing is all-reduced
-            loss.backward()
     optimizer.step()
 
 
@@ -297,6 +298,7 @@ def variant_figures(rows, name, one):
         "exposed_comm_ms_per_rank": ",".join(f"{r[name]['sync'][0] - r[name]['nosync'][0]:.4f}" for r in rows),
         "weights_checksums": ",".join(r[name]["digest"] for r in rows),
         "ranks_identical": all(r[name]["digest"] == rows[0][name]["digest"] for r in rows),
+        "nosync_ranks_identical": all(r[name]["nosync_digest"] == rows[0][name]["nosync_digest"] for r in rows),
     }
 
 
@@ -304,7 +306,7 @@ def report(torch, dist, o, world, rank, runs, times, one_times, trace):
     mine = {"one": spread(one_times) if one_times else None, "device": "cpu" if o.cpu else torch.cuda.get_device_name()}
     for v in runs:
         mine[v["name"]] = {"sync": spread(times[v["name"]]["sync"]), "nosync": spread(times[v["name"]]["nosync"]),
-                           "digest": v["digest"]}
+                           "digest": v["digest"], "nosync_digest": v["nosync_digest"]}
     rows = [None] * world
     dist.all_gather_object(rows, mine)
     if rank != 0:
@@ -358,12 +360,16 @@ def kernel_kind(name):
 def summarise_trace(prof, batches):
     """GPU time per step by kind of kernel on rank 0, the union of every kernel's time (busy), and
     the span from the first kernel to the last (window): window - busy is the GPU idle in a step."""
-    spans, kinds, count = [], {}, 0
+    spans, kinds, names, count = [], {}, {}, 0
     for e in prof.events():
         if str(getattr(e, "device_type", "")).endswith("CUDA") and e.time_range.end > e.time_range.start:
             spans.append((e.time_range.start, e.time_range.end))
+            ms = (e.time_range.end - e.time_range.start) / 1e3
             k = kernel_kind(e.name)
-            kinds[k] = kinds.get(k, 0.0) + (e.time_range.end - e.time_range.start) / 1e3
+            kinds[k] = kinds.get(k, 0.0) + ms
+            n = names.setdefault(e.name[:80], [0.0, 0])
+            n[0] += ms
+            n[1] += 1
             count += 1
     if not spans:
         return {"kernels_per_step": 0}
@@ -378,6 +384,8 @@ def summarise_trace(prof, batches):
     out = {"kernels_per_step": count / batches, "window_ms_per_step": window / batches,
            "busy_ms_per_step": busy / 1e3 / batches, "idle_ms_per_step": (window - busy / 1e3) / batches}
     out.update({f"{k}_ms_per_step": v / batches for k, v in sorted(kinds.items())})
+    top = sorted(names.items(), key=lambda kv: -kv[1][0])[:8]  # the kernels that take the most time
+    out["top_kernels"] = [{"name": n, "ms_per_step": v[0] / batches, "per_step": v[1] / batches} for n, v in top]
     return out
 
 
@@ -419,7 +427,7 @@ def make_variant(torch, o, device, local, name, settings):
     kwargs = {"foreach": {"foreach": True}, "fused": {"fused": True}, "loop": {"foreach": False}}.get(choice, {})
     return {"name": name, "ddp": ddp, "params": params, "optimizer_obj": torch.optim.SGD(params, lr=o.lr, **kwargs),
             "view": settings.get("view", False), "static": settings.get("static", False),
-            "optimizer": choice or "default", "bucket": bucket, "digest": None}
+            "optimizer": choice or "default", "bucket": bucket, "digest": None, "nosync_digest": None}
 
 
 def main(argv):
@@ -473,8 +481,9 @@ def main(argv):
                 dist.barrier()  # every rank starts the run together, as 12's runs line up
                 ms = timed_run(torch, v["ddp"], v["optimizer_obj"], data, o,
                                v["ddp"].no_sync if mode == "nosync" else None)
-                if mode == "sync":
-                    v["digest"] = weights_digest(torch, v["params"])
+                # after a synced run every rank holds the same weights; after a no_sync run each its own
+                # (the ranks' data differ): were they alike, no_sync would not have held the step
+                v["digest" if mode == "sync" else "nosync_digest"] = weights_digest(torch, v["params"])
                 if r >= 0:
                     times[v["name"]][mode].append(ms)
     trace = None
@@ -490,6 +499,10 @@ def main(argv):
     if o.json_out:
         with open(o.json_out, "w") as f:
             f.write(text + "\n")
+    alike = [v["name"] for v in j["variants"] if v["nosync_ranks_identical"] and world > 1]
+    if alike:
+        fail("the ranks' weights are alike after a no_sync run, their data differing: no_sync still communicated "
+             f"({', '.join(alike)})")
     if not j["ranks_identical"]:
         fail("the ranks' weights differ after a synced run: " +
              "; ".join(f"{v['name']}: {v['weights_checksums']}" for v in j["variants"] if not v["ranks_identical"]))
@@ -497,4 +510,10 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # after a profiled run on the CPU (--cpu --trace-out), a thread of gloo or of the profiler aborts at
+    # the interpreter's teardown now and then ("terminate called without an active exception"), the
+    # work done and written: end here, as the JSON says
+    os._exit(code)
