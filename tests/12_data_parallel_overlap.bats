@@ -80,6 +80,49 @@ course_ranks() {
     assert_output --partial "NCCL"
 }
 
+# unprefixed DIR: the names lesson 12's library exports without ddp_ (DDP_): every function its
+# LIBRARY files define outside `static`, every name its face (the Makefile's FACE) declares: the
+# types, the enum constants, the macros and the functions. One a line, "FILE: NAME".
+unprefixed() {
+    local dir=$1 lib face f
+    lib=$(sed -n 's/^LIBRARY\.12_data_parallel_overlap := //p' "$ROOT/Makefile")
+    face=$(sed -n 's/^FACE\.12_data_parallel_overlap := //p' "$ROOT/Makefile")
+    [ -n "$lib" ] && [ -n "$face" ] || { echo "Makefile: no LIBRARY or FACE of 12"; return; }
+    for f in $lib; do
+        grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(' "$dir/$f" | grep -vE '^(static|typedef|return) ' |
+            sed 's/^[^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/' | sed "s|^|$f: |"
+    done
+    {
+        # functions, then typedef names and struct tags, then macros, then enum constants
+        grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(' "$dir/$face" | grep -v '^typedef' |
+            sed 's/^[^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/'
+        sed -n 's/^} *\([A-Za-z_][A-Za-z0-9_]*\);.*/\1/p; s/^typedef struct \([A-Za-z_][A-Za-z0-9_]*\) \([A-Za-z_][A-Za-z0-9_]*\);.*/\1 \2/p; s/^struct \([A-Za-z_][A-Za-z0-9_]*\) {.*/\1/p' "$dir/$face" | tr ' ' '\n'
+        sed -n 's/^#define \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$dir/$face"
+        sed -n 's/^typedef enum { *\(.*\) *} *\([A-Za-z_][A-Za-z0-9_]*\);.*/\1,\2/p' "$dir/$face" | tr ',' '\n' |
+            sed 's/ //g; s/=.*//'
+    } | grep -v '^DDP_H$' | sed "s|^|$face: |"
+} 2>/dev/null
+
+@test "12's library has one face: every name it exports begins with ddp_ (DDP_), its face declaring them all" {
+    src=$ROOT/solutions/$P
+    [ -d "$src" ] || skip "a handout: lesson 12's library comes compiled (lib/)"
+    run unprefixed "$src"
+    [ -n "$output" ] || fail "unprefixed found no names at all"
+    bad=$(grep -vE ': (ddp_|DDP_)' <<<"$output") || true
+    [ -z "$bad" ] || fail "names of 12's library without ddp_: $bad"
+    # every function the library defines outside static is declared in the face
+    face=$(sed -n 's/^FACE\.12_data_parallel_overlap := //p' "$ROOT/Makefile")
+    for name in $(grep -v "^$face: " <<<"$output" | cut -d' ' -f2); do
+        grep -qE "[ *]$name\(" "$src/$face" || fail "$name is defined by 12's library, not declared in $face"
+    done
+    # the check can fail: a copy whose library exports a name of its own
+    copy=$BATS_TEST_TMPDIR/12
+    cp -r "$src" "$copy"
+    printf 'void plan_more(void) {}\n' >>"$copy/buckets.cu"
+    run unprefixed "$copy"
+    assert_output --partial "buckets.cu: plan_more"
+}
+
 @test "12 builds, and --help lists its options, one default each inside its range, and how to run ranks on one GPU" {
     need_nccl
     check_help "$P"

@@ -95,7 +95,7 @@ ratio() {
     src=$ROOT/solutions/$P
     [ -d "$src" ] || src=$ROOT/lessons/$P  # a handout: the student's version, the same but for the exercises
     for f in "$src"/*.cu; do
-        ! grep -nE 'mlp_(forward|backward|update)\(|ncclAllReduce\([^,]*d_grads|plan_buckets\(' "$f" ||
+        ! grep -nE 'mlp_(forward|backward|update)\(|ncclAllReduce\([^,]*d_grads|(ddp_)?plan_buckets\(' "$f" ||
             fail "$f retypes a piece of 12's step"
     done
     # (the capture's call of it is an exercise: in the course, capture_graph calls it; the text of the

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 3727696207)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 3428976479)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
@@ -44,8 +44,8 @@ static const char *PROG = "14_fault_tolerance";
 // fingerprint check's buffers (the checkpoints' after the resume point: checkpoints_setup).
 static void setup(trainer *t, fault_tolerance *ft, const options *o)
 {
-    data_parallel *dp = &ft->dp;
-    plan_buckets(&t->model.shape, dp_bucket_bytes(&o->dp), &dp->plan);  // lesson 12's
+    ddp_state *dp = &ft->dp;
+    ddp_plan_buckets(&t->model.shape, ddp_bucket_bytes(&o->dp), &dp->plan);  // lesson 12's
     step_hooks(ft);                      // train.cu: lesson 12's hooks, recorded, with the faults around them
     ddp_setup(t, dp, dist_polled_wait);  // the plan checked; streams, buffers, events; the waits polled
     recorder_init(&ft->rec, ft->dist, o->ring_slots);
@@ -126,15 +126,15 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     train_options_default(&o->train);
-    o->train.batch = SHARD * d->world;
-    dp_options_default(&o->dp);
+    o->train.batch = DDP_SHARD * d->world;
+    ddp_options_default(&o->dp);
     o->ckpt_mode = CKPT_SNAPSHOT;
     o->ckpt_busy = BUSY_WAIT;
     o->fingerprint_every = FINGERPRINT_EVERY;
     o->ring_slots = RING_SLOTS;
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
-    dp_step_option_specs(&o->dp, specs, &n);  // --bucket-mib, --rendezvous (every rank's flight ring too), --timeout-s
+    ddp_step_option_specs(&o->dp, specs, &n);  // --bucket-mib, --rendezvous (every rank's flight ring too), --timeout-s
     specs[n++] = arg_string("checkpoint-dir", &o->ckpt_root, "DIR",
                             "write checkpoints into this folder, and resume from its newest complete one");
     const char *every = "auto";
@@ -167,7 +167,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
                                        "ranks went apart: build/tools/flight-report DIR";
     args_parse(argc, argv, d->name, summary, specs, n);
     if (o->ckpt_root && !o->ckpt_root[0]) o->ckpt_root = NULL;  // --checkpoint-dir "": none, said once here
-    dp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
+    ddp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
     o->ckpt_every = checkpoint_every(d->name, every);
     o->attempt = launch_attempt(d->name);
     check_options(d, o);
@@ -178,8 +178,7 @@ static void state_from(fault_tolerance *ft, dist_env *d, const options *o)
 {
     memset(ft, 0, sizeof *ft);
     ft->dist = d;
-    ft->dp.dist = d;
-    ft->dp.overlap = 1;  // lesson 12's own variant: each bucket's all-reduce under the backward pass
+    ddp_init(&ft->dp, d);  // lesson 12's own variant: each bucket's all-reduce under the backward pass
     ft->fault = (fault_plan){o->fault.kind, o->fault.rank, o->fault.at_batch, o->attempt};  // 12's dp.fault: none
     ft->fingerprint_every = o->fingerprint_every;
     ft->ckpt.root = o->ckpt_root;
@@ -200,23 +199,19 @@ int main(int argc, char **argv)
     fault_tolerance ft;
     state_from(&ft, &d, &o);
 
-    train_options shard = o.train;  // this rank's trainer: one shard of every batch
-    shard.batch = o.train.batch / d.world;
-    shard.check_cpu = 0;
-    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &shard);  // rank 0 reports for every rank
-    shard.json = outs.json;
-    shard.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
+    train_options shard;  // this rank's trainer: one shard of every batch
+    rank_outputs outs;
+    ddp_shard_of(&d, &o.train, &shard, &outs);
+    shard.check_cpu = 0;  // no CPU check: the harness makes it, and 14's loop runs without the harness
     mlp_shape shape;
     mlp_shape_init(&shape, o.train.in_dim, o.train.hidden, o.train.hidden_layers, o.train.out_dim, shard.batch);
     const train_options *w = &o.train;  // the whole batch's
     ckpt_run_init(&ft.ckpt.run, d.world, shape.dims, shape.layers, (long long)shape.nparams, w->seed, w->batch,
-                  shard.batch, w->lr, w->prep_work, (long long)dp_bucket_bytes(&o.dp));
+                  shard.batch, w->lr, w->prep_work, (long long)ddp_bucket_bytes(&o.dp));
     find_checkpoints(&ft, w->batches);  // another run's: one line, exit code 2, no GPU touched
 
-    dist_select_device(&d);
     trainer t;
-    trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
-    t.human = outs.human;
+    ddp_rank_open(&d, &t, &shard, &outs, DDP_LOSS_RING);  // lesson 12's: this rank's GPU, its trainer
     dist_connect(&d);
     ft.dp.grads = d.comm;  // the gradients' all-reduces on the parent communicator: every call recorded
     setup(&t, &ft, &o);

@@ -22,10 +22,10 @@ static void CUDART_CB hold_until_killed(void *unused)
     for (;;) pause();
 }
 
-// hooks.issue: lesson 12's issue_bucket (bucket b's all-reduce after its gradients), recorded as
+// hooks.issue: lesson 12's ddp_issue_bucket (bucket b's all-reduce after its gradients), recorded as
 // soon as it is queued; --fault kill strikes around it, and --fault kill-writing two batches after
 // its checkpoint, the writer stopped in its file.
-static void issue_recorded(trainer *t, data_parallel *dp, long i, int b)
+static void issue_recorded(trainer *t, ddp_state *dp, long i, int b)
 {
     fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
     int kill = fault_now(ft, FAULT_KILL, i), writing = fault_now(ft, FAULT_KILL_WRITING, i - 2);
@@ -38,7 +38,7 @@ static void issue_recorded(trainer *t, data_parallel *dp, long i, int b)
         CUDA_CHECK(cudaDeviceSynchronize());
         CUDA_CHECK(cudaLaunchHostFunc(dp->comm_stream, hold_until_killed, NULL));
     }
-    issue_bucket(t, dp, i, b);  // lesson 12's
+    ddp_issue_bucket(t, dp, i, b);  // lesson 12's
     recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, i, b, dp->plan.floats[b], sizeof(float), -1, dp->comm_stream, "comm");
     if (kill || writing) {
         stderr_line("%s: killed inside all-reduce #%lld at batch %ld as asked (--fault %s)", ft->dist->name,
@@ -50,7 +50,7 @@ static void issue_recorded(trainer *t, data_parallel *dp, long i, int b)
 // hooks.wait: before bucket b's update, lesson 12's wait for its all-reduce; before the step's
 // first update, when a checkpoint is due, the snapshot of the weights the step is about to change
 // (snapshot.cu), then handed to the writer thread.
-static void wait_before_update(trainer *t, data_parallel *dp, int b)
+static void wait_before_update(trainer *t, ddp_state *dp, int b)
 {
     fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
     if (b == 0 && ft->ckpt.snap.due) {
@@ -59,12 +59,12 @@ static void wait_before_update(trainer *t, data_parallel *dp, int b)
         snapshot_hand_over(ft);
         ft->ckpt.fig.stall_ms += host_now_ms() - t0;
     }
-    wait_reduced(t, dp, b);  // lesson 12's
+    ddp_wait_reduced(t, dp, b);  // lesson 12's
 }
 
 // hooks.order: the buckets this rank issues at batch i, in order: 0, 1, ... (the order of the
 // backward pass), but for the faults: one skipped, or all reversed. Returns how many.
-static int bucket_order(const data_parallel *dp, long i, int *order)
+static int bucket_order(const ddp_state *dp, long i, int *order)
 {
     const fault_tolerance *ft = (const fault_tolerance *)dp->hooks.ctx;
     int n = 0;
@@ -82,7 +82,7 @@ static int bucket_order(const data_parallel *dp, long i, int *order)
 }
 
 // hooks.issued: the losses' all-reduce at the end of the run, recorded.
-static void note_losses(data_parallel *dp, long batch, size_t count, cudaStream_t stream)
+static void note_losses(ddp_state *dp, long batch, size_t count, cudaStream_t stream)
 {
     fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
     recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, batch, -1, count, sizeof(float), -1, stream, "comm");
@@ -92,7 +92,7 @@ void step_hooks(fault_tolerance *ft)
 {
     ddp_hooks *h = &ft->dp.hooks;
     h->issue = issue_recorded;
-    h->wait = wait_before_update;  // lesson 12's wait_reduced, the snapshot before it
+    h->wait = wait_before_update;  // lesson 12's ddp_wait_reduced, the snapshot before it
     h->order = bucket_order;
     h->issued = note_losses;
     h->ctx = ft;
@@ -231,20 +231,11 @@ int train_loop(trainer *t, fault_tolerance *ft)
     for (long i = c->start; i < t->opt.batches; i++) {
         writer_check(ft);  // a checkpoint writer that failed stops the run here, saying why
         if (ft->fingerprint_every > 0 && i % ft->fingerprint_every == 0) fingerprint_check(ft, i);
-        int s = (int)(i % SLOTS);
-        float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        if (i >= ft->ckpt.start + SLOTS && event_pending(ft->dp.copied[s]))
-            SLOT_WAIT(t, dist_event_wait(ft->dist, ft->dp.copied[s]));
-        ddp_prepare_shard(t, &ft->dp, i, h_batch);
-        if (i >= ft->ckpt.start + SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, ft->dp.stepped[s], 0));
-        test_delay(t, DELAY_COPY, t->copy_stream);
-        CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        CUDA_CHECK(cudaEventRecord(ft->dp.copied[s], t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, ft->dp.copied[s], 0));
+        float *d_batch = ddp_copy_batch(t, &ft->dp, i, c->start);  // lesson 12's, its slots new at the resume point
         ddp_step(t, &ft->dp, i, d_batch);  // lesson 12's step, its hooks above (a snapshot before the update)
-        CUDA_CHECK(cudaEventRecord(ft->dp.stepped[s], t->compute_stream));
+        CUDA_CHECK(cudaEventRecord(ft->dp.stepped[i % DDP_SLOTS], t->compute_stream));
         loss_ring_queue(&ft->dp.losses, t, i, t->compute_stream);
-        loss_ring_interval(&ft->dp.losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
+        loss_ring_interval(&ft->dp.losses, t, i, DDP_SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
         // with --checkpoint-dir, a checkpoint every --checkpoint-every batches (auto: chosen from what
         // the first cost, interval.cu), none after the last: the run is done
         if (checkpoint_due(t, ft, i)) {
