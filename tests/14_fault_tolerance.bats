@@ -528,6 +528,7 @@ EOF
 # bats test_tags=ranks,gpu,claim:14-auto-schedule
 @test "14 two ranks, --checkpoint-every auto: one interval chosen from the first checkpoint's cost, reported, kept" {
     need_nccl_gpu
+    mkdir "$BATS_TEST_TMPDIR/ck"
     launch14 2 a -- $S14 --batches 60 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --timeout-s 30
     assert_success
     j=$BATS_TEST_TMPDIR/a.json
@@ -537,7 +538,7 @@ EOF
     want=$(jq -r '[.checkpoint_auto_step_ms, .checkpoint_auto_stall_ms, .checkpoint_auto_copy_ms, .checkpoint_auto_write_ms]
         | "\(.[0]) \(.[1]) \(.[2]) \(.[3])"' "$j" | awk '{ w = 1.5 * $4 / $1; c = ($2 + $3) / (0.035 * $1)
             n = int(w - 1e-9) + (w - 1e-9 > int(w - 1e-9)); m = int(c - 1e-9) + (c - 1e-9 > int(c - 1e-9))
-            n = m > n ? m : n; n = n < 1 ? 1 : n; print n > 60 ? 60 : n }')
+            n = m > n ? m : n; n = n < 1 ? 1 : n; print (n > 60 ? 60 : n) }')
     assert_equal "$every" "$want"
     # due after batch 9, then every `every` batches, none after the last
     assert_equal "$(json_get "$j" checkpoints_due)" $((1 + (60 - 11) / every))
