@@ -1,32 +1,32 @@
-// resume.cu (lesson 14): where a run starts. Before the GPU is touched, each rank lists the newest
+// resume.cu (lesson 16): where a run starts. Before the GPU is touched, each rank lists the newest
 // complete checkpoints under --checkpoint-dir (a torn or corrupt one is said and passed over for
 // the one before it); a checkpoint of another run (any field of common/recovery/ckpt.h's ckpt_run: rank
 // count, shape, seed, --batch, --lr, ...), or one at or past the run's last batch, is refused with
 // one line and exit code 2. Once connected, the ranks agree with one small all-gather on the newest
 // checkpoint every rank holds (a rank that cannot read a manifest, or sees another folder, would
 // otherwise train other batches than the rest); none in common stops every rank, saying why. Then
-// each rank takes its own state back and trains from the batch after it (exercise 14-resume).
+// each rank takes its own state back and trains from the batch after it (exercise 16-resume).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
+#include "checkpoint_restart.h"  // the lesson's types, and through it the course's headers
 
 static void say_skipped(void *ctx, long long batch, const char *why)
 {
-    const fault_tolerance *ft = (const fault_tolerance *)ctx;
-    if (ft->dist->rank == 0) stderr_line("%s: checkpoint of batch %lld passed over: %s", ft->dist->name, batch, why);
+    const checkpoint_restart *cr = (const checkpoint_restart *)ctx;
+    if (cr->dist->rank == 0) stderr_line("%s: checkpoint of batch %lld passed over: %s", cr->dist->name, batch, why);
 }
 
-void find_checkpoints(fault_tolerance *ft, int batches)
+void find_checkpoints(checkpoint_restart *cr, int batches)
 {
-    checkpointing *c = &ft->ckpt;
+    checkpointing *c = &cr->ckpt;
     c->held_n = 0;
     if (!c->root) return;
     ckpt_manifest m[HELD_MAX];
-    c->held_n = ckpt_complete(c->root, c->held, m, HELD_MAX, say_skipped, (void *)ft);
+    c->held_n = ckpt_complete(c->root, c->held, m, HELD_MAX, say_skipped, (void *)cr);
     for (int k = c->held_n - 1; k >= 0; k--) c->known[c->known_n++] = c->held[k];  // verified just now
-    const char *name = ft->dist->name;
+    const char *name = cr->dist->name;
     char why[400];
     for (int k = 0; k < c->held_n; k++) {
         if (ckpt_run_differs(&m[k].run, &c->run, CKPT_EVERY_FIELD, why, sizeof why))
@@ -54,17 +54,17 @@ static int holds(const held_checkpoints *h, long long batch)
     return 0;
 }
 
-long long agree_on_checkpoint(fault_tolerance *ft)
+long long agree_on_checkpoint(checkpoint_restart *cr)
 {
-    dist_env *d = ft->dist;
-    checkpointing *c = &ft->ckpt;
+    dist_env *d = cr->dist;
+    checkpointing *c = &cr->ckpt;
     if (!c->root || d->world == 1) return c->held_n > 0 ? c->held[0] : -1;
     held_checkpoints mine;
     memset(&mine, 0, sizeof mine);
     mine.n = c->held_n;
     for (int k = 0; k < c->held_n; k++) mine.batch[k] = c->held[k];
     held_checkpoints *all = (held_checkpoints *)host_calloc((size_t)d->world, sizeof mine, "the checkpoints held");
-    recorder_allgather(&ft->rec, d, 0, &mine, all, sizeof mine, ft->dp.comm_stream, "comm");
+    gather(cr, &mine, all, sizeof mine);
     long long agreed = -1;
     int any = 0;
     for (int k = 0; k < all[0].n && agreed < 0; k++) {
@@ -100,18 +100,18 @@ long long agree_on_checkpoint(fault_tolerance *ft)
 
 // This rank's state from checkpoint `batch` (the one the ranks agreed on): the weights
 // on the GPU, the losses taken so far; returns the first batch to train.
-long restore(trainer *t, fault_tolerance *ft, long long batch)
+long restore(trainer *t, checkpoint_restart *cr, long long batch)
 {
     char path[1300], why[1500];
     ckpt_header h;
     float *params = NULL;
     double *losses = NULL;
-    ckpt_rank_file(ft->ckpt.root, batch, ft->dist->rank, path, sizeof path);
+    ckpt_rank_file(cr->ckpt.root, batch, cr->dist->rank, path, sizeof path);
     if (ckpt_read_rank(path, &h, &params, &losses, why, sizeof why) != 0 ||
-        ckpt_header_differs(&h, batch, ft->dist->rank, &ft->ckpt.run, why, sizeof why))
-        dist_fail(ft->dist, "cannot resume: %s", why);  // checked a moment ago: the file changed since
+        ckpt_header_differs(&h, batch, cr->dist->rank, &cr->ckpt.run, why, sizeof why))
+        dist_fail(cr->dist, "cannot resume: %s", why);  // checked a moment ago: the file changed since
     long start = 0;
-    // BEGIN SOLUTION(14-resume): put the checkpoint's weights (params, h.run.params floats) into
+    // BEGIN SOLUTION(16-resume): put the checkpoint's weights (params, h.run.params floats) into
     // t->model.d_params (cudaMemcpy), its losses (losses[k] for k < h.losses) into
     // t->run.losses[k], each counted taken once (t->run.taken[k] = 1), and start at the batch after
     // the checkpoint's: h.batch + 1
@@ -125,6 +125,6 @@ long restore(trainer *t, fault_tolerance *ft, long long batch)
     // END SOLUTION
     free(params);
     free(losses);
-    ft->ckpt.resume_from = start > 0 ? batch : -1;
+    cr->ckpt.resume_from = start > 0 ? batch : -1;
     return start;
 }
