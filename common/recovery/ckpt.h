@@ -1,7 +1,8 @@
-// ckpt.h: lesson 14's checkpoints as files: what one holds, how it is checked, and which one a
-// restart resumes from. Host-only C (tools/checkpoint-report reads them without a GPU). How a
-// checkpoint is written so that a crash at any instant leaves the last complete one readable
-// is the lesson's own (solutions/14_fault_tolerance/checkpoint.cu).
+// ckpt.h: lesson 16's checkpoints as files: what one holds, how it is checked, and which one a
+// restart resumes from; and the writers' words to rank 0 (ckpt_words.c). Host-only C
+// (tools/checkpoint-report reads them without a GPU). How a checkpoint is written so that a crash
+// at any instant leaves the last complete one readable is the lesson's own
+// (solutions/16_checkpoint_restart/checkpoint.cu).
 //
 //   ROOT/ckpt-00000019/rank0.bin ... rankW-1.bin   every rank's whole state after batch 19
 //   ROOT/ckpt-00000019/manifest                     written last, by rank 0, once every rank's
@@ -179,6 +180,29 @@ int ckpt_complete(const char *root, long long *out, ckpt_manifest *manifests, in
 // everything it resumes from anyway. (NULL, 0: every one is verified, as checkpoint-report --prune
 // does.) Returns how many folders it removed.
 int ckpt_prune(const char *root, long long newest, const long long *known, int nknown);
+
+// The writers' words (ckpt_words.c): each rank's checkpoint writer tells rank 0's what it did with
+// checkpoint B in a small file of the rendezvous folder, FOLDER/checkpoint.RUN.bB.rankR, a line
+// "FINGERPRINT B WHAT SIZE SUM ERRNO": "ok" with its file's size and checksum, "failed" with the
+// error, or "skipped". The writers call no NCCL: a collective from a second thread would pair with
+// the training's calls in any order. The fingerprint (the run's NCCL id, hashed) makes a word of
+// another run of the same id never read as this one's.
+typedef struct {
+    const char *folder, *run, *fingerprint;  // the rendezvous folder, the run's id, its fingerprint
+} ckpt_words;
+typedef struct {
+    char what[16];  // ok, failed, skipped
+    long long size;
+    uint64_t sum;
+    int err;
+} ckpt_word;
+// Says rank `rank`'s word of checkpoint `batch` (written whole under a temporary name, then renamed).
+void ckpt_word_say(const ckpt_words *w, long long batch, int rank, const ckpt_word *word);
+// Rank `rank`'s word of checkpoint `batch`: 1 when there is one of this run (never blocking on a
+// named pipe), else 0.
+int ckpt_word_read(const ckpt_words *w, long long batch, int rank, ckpt_word *word);
+// Removes the words of ranks 1 to world - 1 of checkpoint `batch` (rank 0, once it has read them).
+void ckpt_words_clear(const ckpt_words *w, long long batch, int world);
 
 #ifdef __cplusplus
 }

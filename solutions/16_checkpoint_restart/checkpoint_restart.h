@@ -22,7 +22,8 @@
                                    //          ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS, ckpt_folder,
                                    //          CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune, ckpt_run_differs,
                                    //          ckpt_run_init, ckpt_sum, ckpt_sum_start, ckpt_sum_add, ckpt_sum_end,
-                                   //          CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES
+                                   //          CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES, ckpt_words, ckpt_word,
+                                   //          ckpt_word_say, ckpt_word_read, ckpt_words_clear
 #include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_select_device, dist_connect,
                                    //          dist_event_wait, NCCL_CHECK, dist_fail, dist_finish, dist_describe,
                                    //          DIST_HOW_TO_RUN, dist_describe_json, dist_fault_check,
@@ -188,6 +189,7 @@ typedef struct {
     unsigned char *image;
     size_t image_bytes;
     cudaEvent_t params_copied;  // blocking: the weights have landed in the image
+    ckpt_words words;           // snapshot: the writers' words to rank 0, in the rendezvous folder
     snapshot snap;
     checkpoint_writer writer;
     checkpoint_figures fig;
@@ -240,8 +242,7 @@ void checkpoints_settle(checkpoint_restart *cr, int own_too);  // a fault waits 
 #define WORD_POLL_NS 200000    // how often rank 0's writer looks for the others' words, and a wait asks its writer
 void nap(long ns);             // a short sleep between two polls
 void *writer_main(void *arg);  // the checkpoint writer thread (arg: its checkpoint_writer)
-void say_word(checkpoint_restart *cr, long batch, const char *what, long long size, uint64_t sum, int err);
-void clear_words(checkpoint_restart *cr, long batch);  // rank 0: the words of checkpoint `batch` removed
+void say_word(checkpoint_restart *cr, long batch, const char *what, long long size, uint64_t sum, int err);  // to rank 0
 void writer_mid_file(checkpoint_restart *cr);          // --fault kill-writing: the writer stops here
 void wait_writer_mid_file(checkpoint_restart *cr);     // ... and the main thread waits until it has
 

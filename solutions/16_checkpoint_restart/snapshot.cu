@@ -13,7 +13,7 @@
 // image is free once this rank's file is written: rank 0's manifest and prune hold none.
 // A writer that fails never exits (the main thread may be inside CUDA): it formats its message
 // (check_message for a CUDA error) and the main thread stops the run with it at its next batch.
-// The writer thread itself, and the writers' words to rank 0, are in writer.cu.
+// The writer thread itself is in writer.cu.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +188,7 @@ void checkpoints_setup(trainer *t, checkpoint_restart *cr)
     snapshot *s = &c->snap;
     checkpoint_writer *w = &c->writer;
     s->last_complete = c->resume_from;
+    c->words = (ckpt_words){cr->dist->folder, cr->dist->run, cr->dist->fingerprint};
     c->probe = -1;
     c->next_due = c->start + AUTO_FIRST - 1;  // --checkpoint-every auto's first checkpoint
     if (!c->root) return;
@@ -247,7 +248,8 @@ void checkpoints_teardown(trainer *t, checkpoint_restart *cr)
     if (!c->root) return;
     // rank 0: the words of checkpoints it skipped (every rank has drained: the report's all-gather came after)
     int words = c->mode == CKPT_SNAPSHOT && cr->dist->world > 1 && cr->dist->rank == 0;
-    for (long b = c->start; words && b < t->opt.batches; b++) clear_words(cr, b);  // auto: any batch
+    for (long b = c->start; words && b < t->opt.batches; b++)  // auto: any batch
+        ckpt_words_clear(&c->words, b, cr->dist->world);
     CUDA_CHECK(cudaEventDestroy(c->params_copied));
     pinned_free(c->image);
     if (c->mode != CKPT_SNAPSHOT) return;

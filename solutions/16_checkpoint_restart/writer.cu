@@ -1,9 +1,9 @@
 // writer.cu (lesson 16): the checkpoint writer thread of the snapshot (snapshot.cu). It waits for
 // the snapshot's copy (polled on its own thread), writes the losses the copy brought into the image,
 // writes the rank's file (write_atomically, as the blocking checkpoint does), leaves a word in the
-// rendezvous folder for rank 0, and gives the image back. Then, holding no image, rank 0's writer
-// waits for every rank's word, writes the manifest, last, and prunes: the next snapshot waits for
-// the file's write alone. The threads call no NCCL: a word is a small file of this user's own.
+// rendezvous folder for rank 0 (common/recovery/ckpt.h's words), and gives the image back. Then,
+// holding no image, rank 0's writer waits for every rank's word, writes the manifest, last, and
+// prunes: the next snapshot waits for the file's write alone. The threads call no NCCL.
 // A writer that fails never exits: it keeps its message for the main thread (writer_check).
 #include <errno.h>
 #include <pthread.h>
@@ -11,11 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>    // nanosleep
-#include <unistd.h>  // getpid, pause, unlink
+#include <unistd.h>  // pause
 
-#include "common/base/own_file.h"      // defines: own_file_create, own_file_publish
-#include "common/base/regular_file.h"  // defines: regular_file_open
-#include "checkpoint_restart.h"           // the lesson's types, and through it the course's headers
+#include "checkpoint_restart.h"  // the lesson's types, and through it the course's headers
 
 // A short sleep between two polls: the writer's, of its copy and of the words; the main thread's,
 // of the writer.
@@ -25,27 +23,12 @@ void nap(long ns)
     nanosleep(&ts, NULL);
 }
 
-// ----------------------------------------------------------------------------
-// the words: what each rank's writer did, for rank 0's
-
-// The writers' words in the rendezvous folder: what rank R's writer did with checkpoint B, read by
-// rank 0's: "FINGERPRINT B ok SIZE SUM 0", "... failed 0 0 ERRNO", "... skipped 0 0 0". The
-// fingerprint (NCCL's id, hashed) makes a word of another run with the same id never read as this one's.
-static void word_path(const dist_env *d, long batch, int rank, char *out, size_t size)
-{
-    snprintf(out, size, "%s/checkpoint.%s.b%ld.rank%d", d->folder, d->run, batch, rank);
-}
-
+// What this rank's writer did with checkpoint `batch`, for rank 0's (common/recovery/ckpt.h's words).
 void say_word(checkpoint_restart *cr, long batch, const char *what, long long size, uint64_t sum, int err)
 {
-    dist_env *d = cr->dist;
-    char path[1300], tmp[1400];
-    word_path(d, batch, d->rank, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = own_file_create(tmp);
-    if (!f) return;  // rank 0 then waits until --timeout-s, and says so
-    fprintf(f, "%s %ld %s %lld %016llx %d\n", d->fingerprint, batch, what, size, (unsigned long long)sum, err);
-    own_file_publish(f, tmp, path);
+    ckpt_word word = {"", size, sum, err};
+    snprintf(word.what, sizeof word.what, "%s", what);
+    ckpt_word_say(&cr->ckpt.words, batch, cr->dist->rank, &word);
 }
 
 // ----------------------------------------------------------------------------
@@ -75,22 +58,6 @@ static int wait_for_copy(checkpoint_restart *cr, char *why, size_t size)
     }
 }
 
-// Rank r's word of checkpoint `batch`, when there is one of this run: 1 and what it says, else 0.
-static int read_word(const checkpoint_restart *cr, long batch, int r, char *what, long long *size, uint64_t *sum, int *err)
-{
-    const dist_env *d = cr->dist;
-    char path[1300], fp[32], why[160];
-    long b = -1;
-    unsigned long long s = 0;
-    word_path(d, batch, r, path, sizeof path);
-    FILE *f = regular_file_open(path, why, sizeof why);  // a named pipe there would block rank 0's writer
-    if (!f) return 0;
-    int n = fscanf(f, "%31s %ld %15s %lld %16llx %d", fp, &b, what, size, &s, err);
-    fclose(f);
-    *sum = s;
-    return n == 6 && strcmp(fp, d->fingerprint) == 0 && b == batch;
-}
-
 // Rank 0's writer: every other rank's word of checkpoint `batch`, into sizes[] and sums[]. 1 when
 // every rank wrote its file, 0 when one skipped it (no manifest: the checkpoint is abandoned), -1
 // with why when one failed, or said nothing for --timeout-s.
@@ -99,9 +66,8 @@ static int gather_words(checkpoint_restart *cr, long batch, long long *sizes, ui
     dist_env *d = cr->dist;
     double since = host_now_ms();
     for (int r = 1; r < d->world; r++) {
-        char what[16] = "";
-        int err = 0;
-        while (!read_word(cr, batch, r, what, &sizes[r], &sums[r], &err)) {
+        ckpt_word word;
+        while (!ckpt_word_read(&cr->ckpt.words, batch, r, &word)) {
             pthread_mutex_lock(&cr->ckpt.writer.lock);
             int quit = cr->ckpt.writer.quit;
             pthread_mutex_unlock(&cr->ckpt.writer.lock);
@@ -113,26 +79,17 @@ static int gather_words(checkpoint_restart *cr, long batch, long long *sizes, ui
             }
             nap(WORD_POLL_NS);
         }
-        if (strcmp(what, "skipped") == 0) return 0;
-        if (strcmp(what, "ok") != 0) {
+        sizes[r] = word.size, sums[r] = word.sum;
+        if (strcmp(word.what, "skipped") == 0) return 0;
+        if (strcmp(word.what, "ok") != 0) {
             snprintf(why, size,
                      "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
                      "complete checkpoint stays where it was",
-                     batch, r, strerror(err));
+                     batch, r, strerror(word.err));
             return -1;
         }
     }
     return 1;
-}
-
-// Removes every rank's word of checkpoint `batch` (rank 0, once it has read them).
-void clear_words(checkpoint_restart *cr, long batch)
-{
-    char path[1300];
-    for (int r = 1; r < cr->dist->world; r++) {
-        word_path(cr->dist, batch, r, path, sizeof path);
-        unlink(path);
-    }
 }
 
 // A checkpoint's first stage, on the writer thread: the copy waited for, the file laid out around the
@@ -181,7 +138,7 @@ static int commit_stage(checkpoint_restart *cr, long batch, long long *sizes, ui
     int every = gather_words(cr, batch, sizes, sums, why, size);
     if (every == 0) c->fig.abandoned++;  // another rank skipped it: no manifest, ckpt_prune removes the folder later
     int done = every > 0 && commit_checkpoint(cr, batch, sizes, sums, why, size) != 0 ? -1 : every;
-    if (every >= 0) clear_words(cr, batch);
+    if (every >= 0) ckpt_words_clear(&cr->ckpt.words, batch, cr->dist->world);
     if (done > 0) c->fig.written++;
     c->fig.last_commit_ms = host_now_ms() - t0;
     c->fig.commit_ms += c->fig.last_commit_ms;
