@@ -24,6 +24,8 @@
                                    //          ckpt_run_init, ckpt_sum, ckpt_sum_start, ckpt_sum_add, ckpt_sum_end,
                                    //          CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES, ckpt_words, ckpt_word,
                                    //          ckpt_word_say, ckpt_word_read, ckpt_words_clear
+#include "common/recovery/ckpt_report.h"  // defines: ckpt_cost, ckpt_figures, ckpt_plan, ckpt_verdict, ckpt_verdict_of,
+                                          //          ckpt_report_text, ckpt_report_json
 #include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_select_device, dist_connect,
                                    //          dist_event_wait, NCCL_CHECK, dist_fail, dist_finish, dist_describe,
                                    //          DIST_HOW_TO_RUN, dist_describe_json, dist_fault_check,
@@ -91,37 +93,6 @@ typedef struct {
     dist_fault fault;       // --fault (fault_kind's words), --fault-rank, --fault-at-batch, LAUNCH_ATTEMPT
 } options;
 
-// What a checkpoint costs, as --checkpoint-every auto measures it on the first one (interval.cu).
-typedef struct {
-    double step_ms;   // a batch, before the first checkpoint
-    double stall_ms;  // the main thread held up by the checkpoint
-    double copy_ms;   // the snapshot's copy (0: blocking, whose copy is in its stall)
-    double write_ms;  // the writer: the rank's file, and rank 0's manifest and prune
-} checkpoint_cost;
-
-// What a checkpoint cost (report.cu): the main thread's time it was held up (its stall), the
-// writer's time per rank file, the copy's, and how often one came due while another was written.
-typedef struct {
-    long due;               // checkpoints that came due
-    long written;           // this rank's files written whole (rank 0: checkpoints completed, manifest last)
-    long busy_waits;        // came due while the one before was being written: the main thread waited
-    long busy_skips;        // ... and was skipped (--checkpoint-busy skip)
-    long abandoned;         // rank 0: written, but another rank skipped it: no manifest
-    double stall_ms;        // the main thread, held up by checkpoints, all together
-    double busy_wait_ms;    // of which waiting for the writer
-    double end_wait_ms;     // the wait at the end of the run for the last checkpoint's write
-    double auto_wait_ms;    // --checkpoint-every auto: the wait, once, for the first checkpoint to be complete
-    double write_ms;        // the rank files' writes (header, losses, checksum, write, fsync, rename), together
-    double last_write_ms;   // the last one's
-    double commit_ms;       // rank 0's second stage (the others' words, the manifest, the prune), together
-    double last_commit_ms;  // the last one's
-    double bytes_written;   // their bytes, together
-    double copy_ms;         // the snapshots' copies (event-timed on their stream), together
-    int copies;             // snapshots copied
-    double d2h_pinned_gbs;  // the weights' copy into pinned memory, alone, measured at the start
-    size_t bytes;           // one rank's file
-} checkpoint_figures;
-
 // The checkpoint writer (writer.cu): a thread that waits for a snapshot's copy, lays the rank's
 // file out around it, writes it (write_atomically), says so to rank 0, and gives the image back;
 // then, on rank 0, holding no image, it writes the manifest once every rank has, and prunes. One
@@ -169,7 +140,7 @@ typedef struct {
     long probe;                // auto: the batch of the first checkpoint, which measures (-1: not yet)
     double probe_t0_ms;        // auto: when the first batch trained was issued
     double probe_step_ms;      // auto: the step before the first checkpoint
-    checkpoint_cost cost;      // auto: the figures the interval was chosen by, the ranks' worst
+    ckpt_cost cost;            // auto: the figures the interval was chosen by, the ranks' worst
     double steady_t0_ms;       // when the steady state began: the loop's start, or auto's choice
     long steady_from;          // ... the first batch of it
     int mode;                  // a ckpt_mode
@@ -192,7 +163,7 @@ typedef struct {
     ckpt_words words;           // snapshot: the writers' words to rank 0, in the rendezvous folder
     snapshot snap;
     checkpoint_writer writer;
-    checkpoint_figures fig;
+    ckpt_figures fig;
 } checkpointing;
 
 // Lesson 16's state: lesson 12's step, and what this lesson adds to it.
@@ -211,7 +182,7 @@ static inline int fault_now(const checkpoint_restart *cr, int kind, long batch)
 }
 
 // interval.cu
-int auto_interval(const checkpoint_cost *c, int most);           // CheckFreq's rule: the interval, in batches
+int auto_interval(const ckpt_cost *c, int most);           // CheckFreq's rule: the interval, in batches
 int checkpoint_due(trainer *t, checkpoint_restart *cr, long i);  // a checkpoint after batch i; auto chooses when
 
 // train.cu

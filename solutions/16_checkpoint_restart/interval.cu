@@ -12,7 +12,7 @@
 
 #include "checkpoint_restart.h"  // the lesson's types, and through it the course's headers
 
-int auto_interval(const checkpoint_cost *c, int most)
+int auto_interval(const ckpt_cost *c, int most)
 {
     if (!(c->step_ms > 0)) return most;  // no step measured: as rarely as the run allows
     // the write (the file, and rank 0's manifest) within 1 / AUTO_SPARE of the interval: the next
@@ -30,10 +30,10 @@ int auto_interval(const checkpoint_cost *c, int most)
 // This rank's figures of the first checkpoint, once it is complete: the step before it, the main
 // thread's stall, the snapshot's copy, and the writer's time (the file, and rank 0's manifest and
 // prune: the whole cycle must fit in the interval).
-static checkpoint_cost first_cost(const checkpointing *c, double step_ms)
+static ckpt_cost first_cost(const checkpointing *c, double step_ms)
 {
-    const checkpoint_figures *f = &c->fig;
-    checkpoint_cost cost = {step_ms, f->stall_ms, f->copies ? f->copy_ms / f->copies : 0,
+    const ckpt_figures *f = &c->fig;
+    ckpt_cost cost = {step_ms, f->stall_ms, f->copies ? f->copy_ms / f->copies : 0,
                             f->last_write_ms + f->last_commit_ms};
     return cost;
 }
@@ -47,9 +47,9 @@ static void choose_interval(trainer *t, checkpoint_restart *cr, long i)
     double t0 = host_now_ms();
     checkpoints_settle(cr, 1);  // the first checkpoint complete, its manifest written
     c->fig.auto_wait_ms = host_now_ms() - t0;
-    checkpoint_cost mine = first_cost(c, c->probe_step_ms), worst = mine;
+    ckpt_cost mine = first_cost(c, c->probe_step_ms), worst = mine;
     if (d->world > 1) {  // every rank must choose the same interval: the slowest's figures, each
-        checkpoint_cost *all = (checkpoint_cost *)host_calloc((size_t)d->world, sizeof mine, "the checkpoint costs");
+        ckpt_cost *all = (ckpt_cost *)host_calloc((size_t)d->world, sizeof mine, "the checkpoint costs");
         gather(cr, &mine, all, sizeof mine);
         for (int r = 0; r < d->world; r++) {
             if (all[r].step_ms > worst.step_ms) worst.step_ms = all[r].step_ms;
