@@ -165,6 +165,8 @@ dist_waiting dist_waiting_start(const char *what);
 // 1 when the wait must stop the rank, `why` saying so in a few words: another rank left a note
 // ("noticed while ..."), or nothing happened for --timeout-s (this rank then leaves a note too).
 int dist_waiting_over(dist_env *d, dist_waiting *w, char *why, size_t size);
+// The same, and every communicator's asynchronous error: aborts (does not return) on any of them.
+void dist_waiting_watch(dist_env *d, dist_waiting *w);
 
 // Checks an NCCL call on any of d's communicators, the watchdog watching it while it runs.
 #define NCCL_CHECK(d, expr)                                                  \

@@ -181,6 +181,24 @@ int ckpt_complete(const char *root, long long *out, ckpt_manifest *manifests, in
 // does.) Returns how many folders it removed.
 int ckpt_prune(const char *root, long long newest, const long long *known, int nknown);
 
+// Where a restart resumes (ckpt_resume.c). The CKPT_HELD newest complete checkpoints under root,
+// newest first, into held[]: how many, or -1 with why when one is another run's (any field of `run`
+// differs: why names it) or lies at or past the run's last batch (its losses would not fit, and
+// nothing would be left to train). Each folder passed over is reported as ckpt_latest reports it.
+#define CKPT_HELD 8
+int ckpt_resumable(const char *root, const ckpt_run *run, int batches, long long *held,
+                   void (*skipped)(void *ctx, long long batch, const char *why), void *ctx, char *why, size_t size);
+// What one rank holds, as the others see it (one all-gather of these): its newest complete
+// checkpoints, newest first.
+typedef struct {
+    long long batch[CKPT_HELD];
+    int n, pad;
+} ckpt_held;
+// Over every rank's (all[world]): the newest checkpoint every rank holds, or -1 when none is; *any 1
+// when some rank holds one, *alike 1 when every rank's newest is the same; `newest` what each holds
+// ("rank 0: batch 24, rank 1: none"), for the messages.
+long long ckpt_agree(const ckpt_held *all, int world, int *any, int *alike, char *newest, size_t size);
+
 // The writers' words (ckpt_words.c): each rank's checkpoint writer tells rank 0's what it did with
 // checkpoint B in a small file of the rendezvous folder, FOLDER/checkpoint.RUN.bB.rankR, a line
 // "FINGERPRINT B WHAT SIZE SUM ERRNO": "ok" with its file's size and checksum, "failed" with the

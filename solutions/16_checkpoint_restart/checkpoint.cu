@@ -191,7 +191,7 @@ int commit_checkpoint(checkpoint_restart *cr, long batch, const long long *sizes
         return -1;
     }
     checkpointing *c = &cr->ckpt;
-    if (c->known_n == HELD_MAX) memmove(c->known, c->known + 1, sizeof c->known[0] * --c->known_n);
+    if (c->known_n == CKPT_HELD) memmove(c->known, c->known + 1, sizeof c->known[0] * --c->known_n);
     c->known[c->known_n++] = batch;  // whole: its files' sizes and sums came from the writers that wrote them
     // older ones without a manifest, and beyond the newest two that verify; this run's own are
     // verified by their manifest, never read back (a restart reads everything it resumes from)

@@ -17,13 +17,14 @@
 #include "common/base/args.h"      // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error,
                                    //          parse_int
 #include "common/base/check.h"     // defines: CUDA_CHECK, check_message
-#include "common/recovery/ckpt.h"  // defines: ckpt_header, ckpt_manifest, ckpt_read_rank, ckpt_complete,
+#include "common/recovery/ckpt.h"  // defines: ckpt_header, ckpt_manifest, ckpt_read_rank, ckpt_resumable,
                                    //          ckpt_header_text, ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file,
                                    //          ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS, ckpt_folder,
                                    //          CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune, ckpt_run_differs,
                                    //          ckpt_run_init, ckpt_sum, ckpt_sum_start, ckpt_sum_add, ckpt_sum_end,
                                    //          CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES, ckpt_words, ckpt_word,
-                                   //          ckpt_word_say, ckpt_word_read, ckpt_words_clear
+                                   //          ckpt_word_say, ckpt_word_read, ckpt_words_clear,
+                                   //          ckpt_held, ckpt_agree, CKPT_HELD
 #include "common/recovery/ckpt_report.h"  // defines: ckpt_cost, ckpt_figures, ckpt_plan, ckpt_verdict, ckpt_verdict_of,
                                           //          ckpt_report_text, ckpt_report_json
 #include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_select_device, dist_connect,
@@ -31,7 +32,7 @@
                                    //          DIST_HOW_TO_RUN, dist_describe_json, dist_fault_check,
                                    //          dist_fault_options, dist_fault_now, dist_fault_hold, dist_fault_kill,
                                    //          dist_launch_attempt, dist_allgather, dist_polled_wait,
-                                   //          dist_waiting_start, dist_waiting_over, dist_abort
+                                   //          dist_waiting_start, dist_waiting_watch
 #include "common/train/harness.h"  // defines: harness_finish, harness_rank_outputs, rank_outputs
 #include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool, json_hex
 #include "common/gpu/memory.h"     // defines: pinned_alloc, pinned_free, host_calloc
@@ -55,7 +56,6 @@
 #define SLOTS DDP_SLOTS   // host and device batch slots (lesson 08)
 #define SYNC_INTERVAL 10  // batches between two reads of the losses (lesson 08)
 #define LOSS_RING (SYNC_INTERVAL + 1)
-#define HELD_MAX 8           // complete checkpoints a rank tells the others it holds, the newest
 #define AUTO_FIRST 10        // --checkpoint-every auto: the first checkpoint after this many batches
 #define AUTO_SPARE 1.5       // ... and the interval at least this many times the write's time
 #define AUTO_MAX_COST 0.035  // ... and a checkpoint's cost, spread over it, at most this share of a step
@@ -147,11 +147,11 @@ typedef struct {
     int busy_rule;             // a ckpt_busy
     int write_delay_ms;        // --write-delay-ms
     ckpt_run run;              // every field that makes this run this run: another's checkpoint is refused
-    long long held[HELD_MAX];  // the newest complete checkpoints this rank finds, newest first
+    long long held[CKPT_HELD];  // the newest complete checkpoints this rank finds, newest first
     int held_n;
     // rank 0's prune: the checkpoints known whole without reading them back (the start verified
     // them, or this run wrote them: every writer handed rank 0 its file's size and sum), oldest first
-    long long known[HELD_MAX];
+    long long known[CKPT_HELD];
     int known_n;
     long long resume_from;  // the checkpoint this run started from (-1: none)
     long start;             // the first batch this run trains

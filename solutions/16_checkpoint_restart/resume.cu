@@ -21,37 +21,12 @@ static void say_skipped(void *ctx, long long batch, const char *why)
 void find_checkpoints(checkpoint_restart *cr, int batches)
 {
     checkpointing *c = &cr->ckpt;
+    char why[600];
     c->held_n = 0;
     if (!c->root) return;
-    ckpt_manifest m[HELD_MAX];
-    c->held_n = ckpt_complete(c->root, c->held, m, HELD_MAX, say_skipped, (void *)cr);
+    c->held_n = ckpt_resumable(c->root, &c->run, batches, c->held, say_skipped, (void *)cr, why, sizeof why);
+    if (c->held_n < 0) usage_error(cr->dist->name, "--checkpoint-dir %s: %s", c->root, why);
     for (int k = c->held_n - 1; k >= 0; k--) c->known[c->known_n++] = c->held[k];  // verified just now
-    const char *name = cr->dist->name;
-    char why[400];
-    for (int k = 0; k < c->held_n; k++) {
-        if (ckpt_run_differs(&m[k].run, &c->run, CKPT_EVERY_FIELD, why, sizeof why))
-            usage_error(name, "--checkpoint-dir %s: its checkpoint of batch %lld %s (a checkpoint of another run)",
-                        c->root, c->held[k], why);
-        if (c->held[k] + 1 >= batches)  // its losses would not fit this run's, and nothing would be left to train
-            usage_error(name,
-                        "--checkpoint-dir %s: its checkpoint of batch %lld lies at or past this run's last batch "
-                        "(--batches %d: a checkpoint of another run)",
-                        c->root, c->held[k], batches);
-    }
-}
-
-// What one rank holds, as the others see it: its newest complete checkpoints, newest first.
-typedef struct {
-    long long batch[HELD_MAX];
-    int n, pad;
-} held_checkpoints;
-
-// 1 when rank r's list holds checkpoint `batch`.
-static int holds(const held_checkpoints *h, long long batch)
-{
-    for (int k = 0; k < h->n; k++)
-        if (h->batch[k] == batch) return 1;
-    return 0;
 }
 
 long long agree_on_checkpoint(checkpoint_restart *cr)
@@ -59,32 +34,15 @@ long long agree_on_checkpoint(checkpoint_restart *cr)
     dist_env *d = cr->dist;
     checkpointing *c = &cr->ckpt;
     if (!c->root || d->world == 1) return c->held_n > 0 ? c->held[0] : -1;
-    held_checkpoints mine;
+    ckpt_held mine;
     memset(&mine, 0, sizeof mine);
     mine.n = c->held_n;
     for (int k = 0; k < c->held_n; k++) mine.batch[k] = c->held[k];
-    held_checkpoints *all = (held_checkpoints *)host_calloc((size_t)d->world, sizeof mine, "the checkpoints held");
+    ckpt_held *all = (ckpt_held *)host_calloc((size_t)d->world, sizeof mine, "the checkpoints held");
     gather(cr, &mine, all, sizeof mine);
-    long long agreed = -1;
-    int any = 0;
-    for (int k = 0; k < all[0].n && agreed < 0; k++) {
-        int everyone = 1;
-        for (int r = 1; r < d->world && everyone; r++) everyone = holds(&all[r], all[0].batch[k]);
-        if (everyone) agreed = all[0].batch[k];
-    }
-    char newest[256] = "";
-    size_t at = 0;
-    for (int r = 0; r < d->world && at < sizeof newest; r++) {  // what each rank found, for the messages
-        any = any || all[r].n > 0;
-        if (all[r].n > 0)
-            at += (size_t)snprintf(newest + at, sizeof newest - at, "%srank %d: batch %lld", r ? ", " : "", r,
-                                   all[r].batch[0]);
-        else
-            at += (size_t)snprintf(newest + at, sizeof newest - at, "%srank %d: none", r ? ", " : "", r);
-    }
-    int alike = 1;
-    for (int r = 1; r < d->world; r++)
-        alike = alike && all[r].n > 0 && all[0].n > 0 && all[r].batch[0] == all[0].batch[0];
+    int any = 0, alike = 0;
+    char newest[256];
+    long long agreed = ckpt_agree(all, d->world, &any, &alike, newest, sizeof newest);
     free(all);
     if (agreed < 0 && any)
         dist_fail(d,

@@ -82,22 +82,13 @@ void snapshot_copy(trainer *t, checkpoint_restart *cr)
 static cudaError_t writer_idle(checkpoint_restart *cr, int whole)
 {
     checkpoint_writer *w = &cr->ckpt.writer;
-    dist_env *d = cr->dist;
-    dist_waiting wt = dist_waiting_start("waiting for the checkpoint writer");
-    char why[300];
+    dist_waiting wt = dist_waiting_start("waiting for its checkpoint writer");
     for (;;) {
         pthread_mutex_lock(&w->lock);
         int busy = (w->busy || (whole && w->committing)) && !w->error[0];
         pthread_mutex_unlock(&w->lock);
         if (!busy) return cudaSuccess;
-        for (int k = 0; k < d->ncomms; k++) {
-            ncclResult_t state = ncclSuccess;
-            if (ncclCommGetAsyncError(d->comms[k], &state) == ncclSuccess && state != ncclSuccess &&
-                state != ncclInProgress)
-                dist_abort(d, "NCCL reported %s on %s while this rank was waiting for its checkpoint writer",
-                           ncclGetErrorString(state), d->comm_names[k]);
-        }
-        if (dist_waiting_over(d, &wt, why, sizeof why)) dist_abort(d, "%s", why);
+        dist_waiting_watch(cr->dist, &wt);  // another rank's note, NCCL's error, --timeout-s: this rank stops
         nap(WORD_POLL_NS);
     }
 }
