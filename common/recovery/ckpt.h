@@ -134,6 +134,10 @@ unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const doub
 int ckpt_header_text(const ckpt_header *h, char *out);
 void ckpt_trailer_text(uint64_t sum, char *out);
 size_t ckpt_file_bytes(const ckpt_header *h);
+// Rank `rank`'s header of the checkpoint of `batch` in its place at the start of `image` (a rank
+// file laid out in memory): the file's size, or 0 when the header does not fit (it always does:
+// every field of the run is bounded).
+size_t ckpt_image_header(unsigned char *image, int rank, long long batch, const ckpt_run *run);
 
 // Reads and checks a rank file; on success 0, the header, and (when not NULL) malloc'd copies
 // of the weights and losses. -1 and one line in `why`: missing, torn (shorter than its header
@@ -180,6 +184,10 @@ int ckpt_complete(const char *root, long long *out, ckpt_manifest *manifests, in
 // everything it resumes from anyway. (NULL, 0: every one is verified, as checkpoint-report --prune
 // does.) Returns how many folders it removed.
 int ckpt_prune(const char *root, long long newest, const long long *known, int nknown);
+
+// Flushes to the disk the folder that holds `path` (its entries: a renamed file's new name reaches
+// the disk only so). 0, or -1 with errno (EIO where fsync set none).
+int ckpt_sync_folder(const char *path);
 
 // Where a restart resumes (ckpt_resume.c). The CKPT_HELD newest complete checkpoints under root,
 // newest first, into held[]: how many, or -1 with why when one is another run's (any field of `run`

@@ -192,3 +192,17 @@ int ckpt_prune(const char *root, long long newest, const long long *known, int n
     free(batches);
     return removed;
 }
+
+int ckpt_sync_folder(const char *path)
+{
+    char folder[1200];
+    snprintf(folder, sizeof folder, "%s", path);
+    char *slash = strrchr(folder, '/');
+    if (slash) *slash = '\0';
+    int fd = open(slash ? folder : ".", O_RDONLY);
+    if (fd < 0) return -1;
+    int r = fsync(fd), err = r != 0 ? errno : 0;
+    close(fd);
+    errno = r != 0 ? (err ? err : EIO) : errno;
+    return r;
+}

@@ -13,32 +13,17 @@
 #define _GNU_SOURCE  // sync_file_range (g++, nvcc's host compiler, defines it; a host-only test's gcc does not)
 #endif
 #include <errno.h>
-#include <fcntl.h>   // open: a folder, to flush a rename in it; sync_file_range
+#include <fcntl.h>   // sync_file_range
 #include <signal.h>  // raise, SIGKILL
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>  // mkdir
-#include <unistd.h>    // fsync, unlink, rmdir, getpid
+#include <unistd.h>    // fsync, unlink, getpid
 
 #include "checkpoint_restart.h"  // the lesson's types, and through it the course's headers
 
 #define WRITE_PART (8u << 20)  // bytes written, summed and handed to the disk at a time
-
-// The folder's own entry of a renamed file reaches the disk only when the folder is flushed.
-static int sync_folder(const char *path)
-{
-    char folder[1200];
-    snprintf(folder, sizeof folder, "%s", path);
-    char *slash = strrchr(folder, '/');
-    if (slash) *slash = '\0';
-    int fd = open(slash ? folder : ".", O_RDONLY);
-    if (fd < 0) return -1;
-    int r = fsync(fd), err = r != 0 ? errno : 0;
-    close(fd);
-    errno = r != 0 ? (err ? err : EIO) : errno;
-    return r;
-}
 
 // A fault of --fault strikes half way through the file: the rank dies (torn), the write fails with
 // ENOSPC (a full disk), or the writer stops there while the rank trains on (kill-writing).
@@ -97,7 +82,7 @@ int write_atomically(checkpoint_restart *cr, const char *path, unsigned char *da
     // fflush, fsync(fileno(...)), fclose (it can fail too: the last buffered bytes, a disk's late
     // error); a call that answers a failure has failed, whatever errno says: keep the errno of the
     // first that failed, taken right after it (EIO when it set none), unlink the temporary file,
-    // return -1 with that errno; then rename it to `path` and sync_folder(path)
+    // return -1 with that errno; then rename it to `path` and ckpt_sync_folder(path)
     FILE *out = fopen(tmp, "wb");
     if (!out) return -1;
     int failed = write_bytes(cr, out, data, size, sum, batch) != size || fflush(out) != 0 || fsync(fileno(out)) != 0;
@@ -109,35 +94,14 @@ int write_atomically(checkpoint_restart *cr, const char *path, unsigned char *da
         errno = err ? err : EIO;  // a failure that set no errno is still one
         return -1;
     }
-    return sync_folder(path);
+    return ckpt_sync_folder(path);
     //| (void)cr, (void)path, (void)data, (void)size, (void)sum, (void)batch, (void)tmp, (void)write_bytes;
-    //| (void)sync_folder;
     //| return -1;
     // END SOLUTION
 }
 
 // ----------------------------------------------------------------------------
 // the image: the rank's file, laid out in pinned memory
-
-// This rank's header of the checkpoint of `batch`.
-static ckpt_header header_of(const checkpoint_restart *cr, long batch)
-{
-    ckpt_header h;
-    memset(&h, 0, sizeof h);
-    h.rank = cr->dist->rank;
-    h.batch = batch;
-    h.losses = batch + 1;
-    h.run = cr->ckpt.run;
-    return h;
-}
-
-// The header of the checkpoint of `batch` in its place; the file's size, or 0 when the header does
-// not fit (it always does: every field of the run is bounded).
-static size_t image_layout(const checkpoint_restart *cr, long batch)
-{
-    ckpt_header h = header_of(cr, batch);
-    return ckpt_header_text(&h, (char *)cr->ckpt.image) == 0 ? ckpt_file_bytes(&h) : 0;
-}
 
 void image_loss(const trainer *t, checkpoint_restart *cr, long k, double loss)
 {
@@ -151,7 +115,7 @@ void image_loss(const trainer *t, checkpoint_restart *cr, long k, double loss)
 int write_rank_file(checkpoint_restart *cr, long batch, long long *size, uint64_t *sum)
 {
     char folder[1200], path[1300];
-    size_t bytes = image_layout(cr, batch);
+    size_t bytes = ckpt_image_header(cr->ckpt.image, cr->dist->rank, batch, &cr->ckpt.run);
     if (!bytes) return errno = EOVERFLOW, -1;
     ckpt_folder(cr->ckpt.root, batch, folder, sizeof folder);
     if (mkdir(folder, 0755) != 0 && errno != EEXIST) return -1;
@@ -185,7 +149,7 @@ int commit_checkpoint(checkpoint_restart *cr, long batch, const long long *sizes
     // the new folder's entry in the root reaches the disk before older folders leave it: a crash in
     // between keeps the new checkpoint or the old ones, never neither
     ckpt_folder(cr->ckpt.root, batch, path, sizeof path);
-    if (sync_folder(path) != 0) {  // the folder that holds ROOT/ckpt-B: the root
+    if (ckpt_sync_folder(path) != 0) {  // the folder that holds ROOT/ckpt-B: the root
         snprintf(why, why_size, "cannot flush %s to the disk: %s; no older checkpoint was removed", cr->ckpt.root,
                  strerror(errno));
         return -1;

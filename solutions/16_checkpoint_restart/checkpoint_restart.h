@@ -18,11 +18,11 @@
                                    //          parse_int
 #include "common/base/check.h"     // defines: CUDA_CHECK, check_message
 #include "common/recovery/ckpt.h"  // defines: ckpt_header, ckpt_manifest, ckpt_read_rank, ckpt_resumable,
-                                   //          ckpt_header_text, ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file,
+                                   //          ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file,
                                    //          ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS, ckpt_folder,
                                    //          CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune, ckpt_run_differs,
                                    //          ckpt_run_init, ckpt_sum, ckpt_sum_start, ckpt_sum_add, ckpt_sum_end,
-                                   //          CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES, ckpt_words, ckpt_word,
+                                   //          CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES, ckpt_words, ckpt_sync_folder, ckpt_image_header, ckpt_word,
                                    //          ckpt_word_say, ckpt_word_read, ckpt_words_clear,
                                    //          ckpt_held, ckpt_agree, CKPT_HELD
 #include "common/recovery/ckpt_report.h"  // defines: ckpt_cost, ckpt_figures, ckpt_plan, ckpt_verdict, ckpt_verdict_of,
