@@ -14,8 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/base/args.h"      // defines: arg_spec, arg_int, arg_string, arg_choice, args_parse, usage_error,
-                                   //          parse_int
+#include "common/base/args.h"      // defines: arg_spec, args_parse, usage_error
 #include "common/base/check.h"     // defines: CUDA_CHECK, check_message
 #include "common/recovery/ckpt.h"  // defines: ckpt_header, ckpt_manifest, ckpt_read_rank, ckpt_resumable,
                                    //          ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file,
@@ -25,6 +24,8 @@
                                    //          CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES, ckpt_words, ckpt_sync_folder, ckpt_image_header, ckpt_word,
                                    //          ckpt_word_say, ckpt_word_read, ckpt_words_clear,
                                    //          ckpt_held, ckpt_agree, CKPT_HELD
+#include "common/recovery/ckpt_options.h"  // defines: ckpt_options, ckpt_option_specs, ckpt_options_check,
+                                           //          CKPT_SNAPSHOT, CKPT_BLOCKING, BUSY_SKIP
 #include "common/recovery/ckpt_report.h"  // defines: ckpt_cost, ckpt_figures, ckpt_plan, ckpt_verdict, ckpt_verdict_of,
                                           //          ckpt_report_text, ckpt_report_json
 #include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_select_device, dist_connect,
@@ -71,26 +72,13 @@ typedef enum {
                          // later the rank is killed as FAULT_KILL kills it, its writer still mid-file
 } fault_kind;            // --fault's words, in this order
 
-// How a checkpoint is taken (--checkpoint-mode): the main thread copies the weights and writes the
-// files while training waits (blocking), or a snapshot is copied on a stream of its own beside the
-// next step and a thread writes it (snapshot).
-typedef enum { CKPT_BLOCKING, CKPT_SNAPSHOT } ckpt_mode;  // --checkpoint-mode's words, in this order
-
-// What a checkpoint that comes due while the one before is still being written does
-// (--checkpoint-busy): the main thread waits for the writer, or the checkpoint is skipped.
-typedef enum { BUSY_WAIT, BUSY_SKIP } ckpt_busy;  // --checkpoint-busy's words, in this order
-
 // What the command line says: the training options (of the whole batch), lesson 12's bucket
 // size, the rendezvous, and lesson 16's own.
 typedef struct {
     train_options train;
-    dp_options dp;          // lesson 12's: --bucket-mib, --rendezvous, --timeout-s (dp_step_option_specs)
-    const char *ckpt_root;  // --checkpoint-dir: NULL when none (an empty one is none too)
-    int ckpt_every;         // --checkpoint-every: 0 auto
-    int ckpt_mode;          // --checkpoint-mode: a ckpt_mode
-    int ckpt_busy;          // --checkpoint-busy: a ckpt_busy
-    int write_delay_ms;     // --write-delay-ms: a test delay, before each rank's file is written
-    dist_fault fault;       // --fault (fault_kind's words), --fault-rank, --fault-at-batch, LAUNCH_ATTEMPT
+    dp_options dp;      // lesson 12's: --bucket-mib, --rendezvous, --timeout-s (dp_step_option_specs)
+    ckpt_options ckpt;  // --checkpoint-dir, --checkpoint-every, --checkpoint-mode, --checkpoint-busy, --write-delay-ms
+    dist_fault fault;   // --fault (fault_kind's words), --fault-rank, --fault-at-batch, LAUNCH_ATTEMPT
 } options;
 
 // The checkpoint writer (writer.cu): a thread that waits for a snapshot's copy, lays the rank's

@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>  // stat: the checkpoint folder
 
 #include "checkpoint_restart.h"  // the lesson's types, and through it the course's headers
 
@@ -39,79 +38,47 @@ static void setup(trainer *t, checkpoint_restart *cr, const options *o)
     CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-// Faults that strike a checkpoint need one right after --fault-at-batch, and the run's world must
-// fit a checkpoint: usage errors, before any GPU work.
-static void check_options(const dist_env *d, const options *o)
+// Faults that strike a checkpoint need one right after --fault-at-batch: usage errors, before any
+// GPU work.
+static void check_faults(const dist_env *d, const options *o)
 {
     const char *n = d->name;
     const dist_fault *p = &o->fault;
-    int batches = o->train.batches;
+    int batches = o->train.batches, every = o->ckpt.every;
     dist_fault_check(d, p, batches);
     int on_checkpoint = p->kind == FAULT_TORN || p->kind == FAULT_DISK_FULL || p->kind == FAULT_KILL_WRITING;
-    if (on_checkpoint && !o->ckpt_root)
+    if (on_checkpoint && !o->ckpt.root)
         usage_error(n, "--fault torn, disk-full and kill-writing break a checkpoint's write: give --checkpoint-dir");
-    if (on_checkpoint && !o->ckpt_every)
+    if (on_checkpoint && !every)
         usage_error(n, "--fault torn, disk-full and kill-writing strike the checkpoint after --fault-at-batch: give "
                        "--checkpoint-every N (auto chooses its interval as the run goes)");
-    if (on_checkpoint && ((p->at_batch + 1) % o->ckpt_every != 0 || p->at_batch + 1 >= batches))
+    if (on_checkpoint && ((p->at_batch + 1) % every != 0 || p->at_batch + 1 >= batches))
         usage_error(n,
                     "--fault-at-batch %d: no checkpoint is written after batch %d (--checkpoint-every %d, %d batches)",
-                    p->at_batch, p->at_batch, o->ckpt_every, batches);
-    if (p->kind == FAULT_KILL_WRITING && o->ckpt_mode != CKPT_SNAPSHOT)
+                    p->at_batch, p->at_batch, every, batches);
+    if (p->kind == FAULT_KILL_WRITING && o->ckpt.mode != CKPT_SNAPSHOT)
         usage_error(n,
                     "--fault kill-writing stops the writer thread of a snapshot: it needs --checkpoint-mode snapshot");
-    if (p->kind == FAULT_KILL_WRITING && o->ckpt_every < 3)
+    if (p->kind == FAULT_KILL_WRITING && every < 3)
         usage_error(n, "--fault kill-writing kills the rank two batches after the checkpoint its writer is in: it "
                        "needs --checkpoint-every 3 or more, the next checkpoint after that");
     if (p->kind == FAULT_KILL_WRITING && p->at_batch + 2 >= batches)
         usage_error(n, "--fault-at-batch %d: --fault kill-writing kills the rank two batches later, past the run's %d",
                     p->at_batch, batches);
-    struct stat st;
-    if (o->ckpt_root && (stat(o->ckpt_root, &st) != 0 || !S_ISDIR(st.st_mode)))
-        usage_error(n, "--checkpoint-dir %s: no such folder", o->ckpt_root);
-    if (o->ckpt_root && d->world > CKPT_MAX_RANKS)
-        usage_error(n, "--checkpoint-dir: checkpoints hold at most %d ranks, this run has %d", CKPT_MAX_RANKS,
-                    d->world);
 }
 
-// --checkpoint-every: "auto" (0), or a whole number of batches.
-static int checkpoint_every(const char *name, const char *text)
-{
-    long long v = 0;
-    if (strcmp(text, "auto") == 0) return 0;
-    if (!parse_int(text, &v) || v < 1 || v > 1000000)
-        usage_error(name, "--checkpoint-every expects auto or a whole number from 1 to 1000000, got '%s'", text);
-    return (int)v;
-}
-
-// The options: the trainer's, the bucket size, the rendezvous, and lesson 16's own (the checkpoints,
-// the faults); the values checked across the options.
+// The options: the trainer's, the bucket size, the rendezvous, the checkpoints' and the faults; the
+// values checked across the options.
 static void parse_options(dist_env *d, int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     train_options_default(&o->train);
     o->train.batch = SHARD * d->world;
     dp_options_default(&o->dp);
-    o->ckpt_mode = CKPT_SNAPSHOT;
-    o->ckpt_busy = BUSY_WAIT;
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
     dp_step_option_specs(&o->dp, specs, &n);  // --bucket-mib, --rendezvous (the writers' words too), --timeout-s
-    specs[n++] = arg_string("checkpoint-dir", &o->ckpt_root, "DIR",
-                            "write checkpoints into this folder, and resume from its newest complete one");
-    const char *every = "auto";
-    specs[n++] = arg_string("checkpoint-every", &every, "N|auto",
-                            "batches between two checkpoints; auto: the first after 10 batches measures one, then "
-                            "the smallest interval its write fits in (by 1.5 times) at a cost of at most 3.5% of "
-                            "the step");
-    specs[n++] = arg_choice("checkpoint-mode", &o->ckpt_mode, "blocking|snapshot",
-                            "blocking: training waits while the weights are copied and written; snapshot: they are "
-                            "copied on a stream of their own beside the next step and written by a thread");
-    specs[n++] = arg_choice("checkpoint-busy", &o->ckpt_busy, "wait|skip",
-                            "a checkpoint due while the one before is still being written: wait for the writer, "
-                            "or skip it (snapshot)");
-    specs[n++] = arg_int("write-delay-ms", &o->write_delay_ms, 0, 600000, "MS",
-                         "a test delay: the writer sleeps this long before each file (snapshot)");
+    ckpt_option_specs(&o->ckpt, specs, &n);   // --checkpoint-dir, -every, -mode, -busy, --write-delay-ms
     dist_fault_options(&o->fault, "none|kill|torn|disk-full|kill-writing",  // fault_kind's words
                        "inject a fault, in a launch's first attempt only: SIGKILL with an all-reduce issued, die "
                        "half way through a checkpoint (torn, disk-full, kill-writing: the checkpoint after "
@@ -121,11 +88,10 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
     const char *summary = "Train an MLP on every GPU as lesson 12 does, with checkpoints and restarts.\n" DIST_HOW_TO_RUN(
         "ranks") " [--restarts R]; which checkpoints are whole: build/tools/checkpoint-report DIR";
     args_parse(argc, argv, d->name, summary, specs, n);
-    if (o->ckpt_root && !o->ckpt_root[0]) o->ckpt_root = NULL;  // --checkpoint-dir "": none, said once here
     dp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
-    o->ckpt_every = checkpoint_every(d->name, every);
+    ckpt_options_check(d->name, &o->ckpt, d->world);
     o->fault.attempt = dist_launch_attempt(d);
-    check_options(d, o);
+    check_faults(d, o);
 }
 
 // The state of one rank, before its GPU is touched: what the options make of it.
@@ -137,12 +103,12 @@ static void state_from(checkpoint_restart *cr, dist_env *d, const options *o)
     cr->dp.overlap = 1;     // lesson 12's own variant: each bucket's all-reduce under the backward pass
     cr->fault = o->fault;   // 12's dp.fault: none
     checkpointing *c = &cr->ckpt;
-    c->root = o->ckpt_root;
-    c->every = o->ckpt_every;
-    c->auto_every = o->ckpt_every == 0;
-    c->mode = o->ckpt_mode;
-    c->busy_rule = o->ckpt_busy;
-    c->write_delay_ms = o->write_delay_ms;
+    c->root = o->ckpt.root;
+    c->every = o->ckpt.every;
+    c->auto_every = o->ckpt.every == 0;
+    c->mode = o->ckpt.mode;
+    c->busy_rule = o->ckpt.busy;
+    c->write_delay_ms = o->ckpt.write_delay_ms;
     c->resume_from = -1;
 }
 
