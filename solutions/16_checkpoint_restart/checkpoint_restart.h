@@ -36,8 +36,8 @@
                                    //          dist_waiting_start, dist_waiting_watch
 #include "common/train/harness.h"  // defines: harness_finish, harness_rank_outputs, rank_outputs
 #include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool, json_hex
-#include "common/gpu/memory.h"     // defines: pinned_alloc, pinned_free, host_calloc
-#include "common/base/timing.h"    // defines: host_now_ms, time_gpu_work, event_ms, host_sleep_ms
+#include "common/gpu/memory.h"     // defines: pinned_alloc, pinned_free, host_calloc, pinned_copy_gbs
+#include "common/base/timing.h"    // defines: host_now_ms, event_ms, host_sleep_ms
 #include "common/train/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_take_loss, test_delay,
                                    //          event_pending, HOST_SYNC, HOST_WAIT, SLOT_WAIT, mlp_shape_init,
                                    //          trace_begin, trace_end, trace_name_stream, trace_name_thread,

@@ -159,20 +159,6 @@ void snapshot_hand_over(checkpoint_restart *cr)
 // ----------------------------------------------------------------------------
 // setup, the end, and what the faults wait for
 
-// The weights' copy into the pinned image, timed alone (lesson 05's pinned rate, in this run).
-typedef struct {
-    trainer *t;
-    checkpoint_restart *cr;
-    cudaStream_t stream;
-} copy_alone;
-
-static void copy_weights(void *ctx)
-{
-    copy_alone *a = (copy_alone *)ctx;
-    CUDA_CHECK(cudaMemcpyAsync(a->cr->ckpt.image + CKPT_HEADER_BYTES, a->t->model.d_params,
-                               sizeof(float) * a->t->model.shape.nparams, cudaMemcpyDeviceToHost, a->stream));
-}
-
 void checkpoints_setup(trainer *t, checkpoint_restart *cr)
 {
     checkpointing *c = &cr->ckpt;
@@ -191,14 +177,14 @@ void checkpoints_setup(trainer *t, checkpoint_restart *cr)
     c->image_bytes = ckpt_file_bytes(&last);
     c->image = (unsigned char *)pinned_alloc(c->image_bytes);
     CUDA_CHECK(cudaEventCreateWithFlags(&c->params_copied, cudaEventDisableTiming));
-    copy_alone a = {t, cr, t->compute_stream};  // where the blocking checkpoint copies
+    cudaStream_t copies = t->compute_stream;  // where the blocking checkpoint copies
     if (c->mode == CKPT_SNAPSHOT) {
         CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
         trace_name_stream(s->stream, "snapshot");
-        a.stream = s->stream;
+        copies = s->stream;
     }
-    stats alone = time_gpu_work(copy_weights, &a, &a.stream, 1, 1, 5);
-    c->fig.d2h_pinned_gbs = alone.median > 0 ? sizeof(float) * t->model.shape.nparams / (alone.median * 1e6) : 0;
+    c->fig.d2h_pinned_gbs = pinned_copy_gbs(c->image + CKPT_HEADER_BYTES, t->model.d_params,
+                                            sizeof(float) * t->model.shape.nparams, copies);  // alone, lesson 05's
     if (c->mode != CKPT_SNAPSHOT) return;
     CUDA_CHECK(cudaEventCreateWithFlags(&s->updated, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&s->held, cudaEventDisableTiming));
