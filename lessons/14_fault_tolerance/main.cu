@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 3727696207)
-// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 2379180311)
+// No exercise in this file, read it as it stands; the TODOs are in recorder.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out why a run hangs, and
 // survives a rank that dies, losing at most --checkpoint-every batches and never a bit.
 //

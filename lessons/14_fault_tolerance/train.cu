@@ -1,5 +1,5 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 930585908)
-// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
+// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 2170212427)
+// No exercise in this file, read it as it stands; the TODOs are in recorder.cu.
 // train.cu (lesson 14): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson
 // 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
 // faults of --fault are injected; every --fingerprint-every batches the ranks compare their calls
