@@ -20,7 +20,7 @@ typedef enum { CKPT_BLOCKING, CKPT_SNAPSHOT } ckpt_mode;  // --checkpoint-mode's
 typedef enum { BUSY_WAIT, BUSY_SKIP } ckpt_busy;  // --checkpoint-busy's words, in this order
 
 typedef struct {
-    const char *root;    // --checkpoint-dir: NULL when none (an empty one is none too)
+    const char *root;  // --checkpoint-dir: NULL when none (an empty one is none too)
     const char *every_text;
     int every;           // --checkpoint-every: 0 auto
     int mode;            // a ckpt_mode: snapshot by default

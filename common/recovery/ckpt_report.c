@@ -3,8 +3,8 @@
 
 #include <math.h>  // ceil
 
-ckpt_verdict ckpt_verdict_of(const ckpt_plan *p, const ckpt_figures *f, double loop_ms, long trained,
-                             double steady_ms, long steady)
+ckpt_verdict ckpt_verdict_of(const ckpt_plan *p, const ckpt_figures *f, double loop_ms, long trained, double steady_ms,
+                             long steady)
 {
     ckpt_verdict v = {0};
     double held = f->stall_ms + f->end_wait_ms + f->auto_wait_ms;  // the main thread's time the checkpoints took
@@ -54,8 +54,7 @@ static void print_interval(const ckpt_plan *p, const ckpt_figures *f, const ckpt
             v->loss_batches, v->loss_batches * v->step_ms, not_perf);
 }
 
-void ckpt_report_text(const ckpt_plan *p, const ckpt_figures *f, const ckpt_verdict *v, const char *not_perf,
-                      FILE *out)
+void ckpt_report_text(const ckpt_plan *p, const ckpt_figures *f, const ckpt_verdict *v, const char *not_perf, FILE *out)
 {
     if (!p->on || !f->due) return;
     fprintf(out,
@@ -68,7 +67,8 @@ void ckpt_report_text(const ckpt_plan *p, const ckpt_figures *f, const ckpt_verd
             "checkpoint stall: %.3f ms each (%.2f%% of the run), against %.3f ms for the weights' copy alone "
             "at %.1f GB/s pinned%s\n",
             v->stall_ms, 100.0 * v->share, v->copy_bound_ms, f->d2h_pinned_gbs, not_perf);
-    fprintf(out, "checkpoint write: %.3f ms per rank file, %.1f MB/s (header, losses, checksum, write, fsync, rename)%s",
+    fprintf(out,
+            "checkpoint write: %.3f ms per rank file, %.1f MB/s (header, losses, checksum, write, fsync, rename)%s",
             v->write_ms, v->write_mbs, not_perf);
     if (f->copies) fprintf(out, "; the snapshot's copy beside the training: %.3f ms", v->copy_ms);
     if (f->end_wait_ms > 0) fprintf(out, "; %.3f ms waited at the end for the last write", f->end_wait_ms);

@@ -74,8 +74,8 @@ typedef struct {
 
 // From the figures and the loop: `trained` batches in loop_ms, the steady state `steady` batches in
 // steady_ms.
-ckpt_verdict ckpt_verdict_of(const ckpt_plan *p, const ckpt_figures *f, double loop_ms, long trained,
-                             double steady_ms, long steady);
+ckpt_verdict ckpt_verdict_of(const ckpt_plan *p, const ckpt_figures *f, double loop_ms, long trained, double steady_ms,
+                             long steady);
 // The report's lines on the checkpoints (none when none came due), each ending with `not_perf`
 // where it is a timing; and the JSON's keys (checkpoint_*, step_ms, loop_step_ms, steady_step_ms).
 void ckpt_report_text(const ckpt_plan *p, const ckpt_figures *f, const ckpt_verdict *v, const char *not_perf,

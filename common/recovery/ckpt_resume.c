@@ -12,8 +12,7 @@ int ckpt_resumable(const char *root, const ckpt_run *run, int batches, long long
     char field[400];
     for (int k = 0; k < n; k++) {
         if (ckpt_run_differs(&m[k].run, run, CKPT_EVERY_FIELD, field, sizeof field))
-            return snprintf(why, size, "its checkpoint of batch %lld %s (a checkpoint of another run)", held[k],
-                            field),
+            return snprintf(why, size, "its checkpoint of batch %lld %s (a checkpoint of another run)", held[k], field),
                    -1;
         if (held[k] + 1 >= batches)
             return snprintf(why, size,

@@ -34,7 +34,7 @@ static ckpt_cost first_cost(const checkpointing *c, double step_ms)
 {
     const ckpt_figures *f = &c->fig;
     ckpt_cost cost = {step_ms, f->stall_ms, f->copies ? f->copy_ms / f->copies : 0,
-                            f->last_write_ms + f->last_commit_ms};
+                      f->last_write_ms + f->last_commit_ms};
     return cost;
 }
 

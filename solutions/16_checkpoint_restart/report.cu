@@ -80,8 +80,16 @@ int report(trainer *t, checkpoint_restart *cr, double loop_ms, FILE *out)
     memset(&v, 0, sizeof v);
     gather_verdict(t, cr, &v);
     const checkpointing *c = &cr->ckpt;
-    ckpt_plan p = {c->root != NULL, c->mode == CKPT_SNAPSHOT, c->busy_rule == BUSY_SKIP, c->every, c->auto_every,
-                   c->probe, AUTO_SPARE, AUTO_MAX_COST, c->cost, sizeof(float) * t->model.shape.nparams};
+    ckpt_plan p = {c->root != NULL,
+                   c->mode == CKPT_SNAPSHOT,
+                   c->busy_rule == BUSY_SKIP,
+                   c->every,
+                   c->auto_every,
+                   c->probe,
+                   AUTO_SPARE,
+                   AUTO_MAX_COST,
+                   c->cost,
+                   sizeof(float) * t->model.shape.nparams};
     double steady_ms = host_now_ms() - c->steady_t0_ms - c->fig.end_wait_ms;  // the run's end, give or take
     ckpt_verdict k = ckpt_verdict_of(&p, &c->fig, loop_ms, t->opt.batches - c->start, steady_ms,
                                      t->opt.batches - c->steady_from);

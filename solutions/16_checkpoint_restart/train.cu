@@ -26,8 +26,8 @@ static void issue_killed(trainer *t, data_parallel *dp, long i, int b)
     issue_bucket(t, dp, i, b);  // lesson 12's
     cr->calls++;
     if (kill || writing)
-        dist_fault_kill(cr->dist, "killed inside all-reduce #%lld at batch %ld as asked (--fault %s)", cr->calls - 1,
-                        i, kill ? "kill" : "kill-writing, its writer half way through its file");
+        dist_fault_kill(cr->dist, "killed inside all-reduce #%lld at batch %ld as asked (--fault %s)", cr->calls - 1, i,
+                        kill ? "kill" : "kill-writing, its writer half way through its file");
 }
 
 // hooks.wait: before bucket b's update, lesson 12's wait for its all-reduce; before the step's
