@@ -621,7 +621,7 @@ EOF
     done
 }
 
-# bats test_tags=gpu,ex:14-ring
+# bats test_tags=gpu
 @test "16 one rank: the weights and losses of lesson 12, bit for bit" {
     need_nccl_gpu
     run --separate-stderr ref 12_data_parallel_overlap $S16 --reps 1 --warmup 0 --json

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint.cu, made by `make lessons` (checksum 1506801123)
+// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint.cu, made by `make lessons` (checksum 1280587997)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 16): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -47,7 +47,8 @@ static void strike_half_way(checkpoint_restart *cr, long batch)
 // way to the disk begun at once (sync_file_range), so that the disk writes one part while the CPU
 // sums the next; the trailer is then made from the sum, written last, and *sum receives it.
 // The faults of --fault strike half way. Returns the bytes written, as fwrite does.
-static size_t write_bytes(checkpoint_restart *cr, FILE *out, unsigned char *data, size_t size, uint64_t *sum, long batch)
+static size_t write_bytes(checkpoint_restart *cr, FILE *out, unsigned char *data, size_t size, uint64_t *sum,
+                          long batch)
 {
     int faulty = fault_now(cr, FAULT_TORN, batch) || fault_now(cr, FAULT_DISK_FULL, batch) ||
                  fault_now(cr, FAULT_KILL_WRITING, batch);
@@ -72,7 +73,8 @@ static size_t write_bytes(checkpoint_restart *cr, FILE *out, unsigned char *data
 // Writes `data` to `path` so that a crash at any instant leaves either the old file (or none)
 // or the whole new one, never a part (with `sum`: the file ends with its checksum, see
 // write_bytes). 0, or -1 with errno set and no file left behind.
-int write_atomically(checkpoint_restart *cr, const char *path, unsigned char *data, size_t size, uint64_t *sum, long batch)
+int write_atomically(checkpoint_restart *cr, const char *path, unsigned char *data, size_t size, uint64_t *sum,
+                     long batch)
 {
     char tmp[1400];
     if (snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid()) >= (int)sizeof tmp) {

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint_restart.h, made by `make lessons` (checksum 1581401700)
+// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint_restart.h, made by `make lessons` (checksum 4133476036)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, resume.cu, snapshot.cu.
 // checkpoint_restart.h: lesson 16's types, and what its files call in one another (the overview
 // is in main.cu). train.cu: lesson 12's loop from the resume point, its checkpoints, and the faults
@@ -19,25 +19,19 @@
 #include "common/base/args.h"      // defines: arg_spec, args_parse, usage_error
 #include "common/base/check.h"     // defines: CUDA_CHECK, check_message
 #include "common/recovery/ckpt.h"  // defines: ckpt_header, ckpt_manifest, ckpt_read_rank, ckpt_resumable,
-                                   //          ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file,
-                                   //          ckpt_manifest_file, ckpt_manifest_text, CKPT_MAX_RANKS, ckpt_folder,
-                                   //          CKPT_EVERY_FIELD, ckpt_header_differs, ckpt_prune, ckpt_run_differs,
-                                   //          ckpt_run_init, ckpt_sum, ckpt_sum_start, ckpt_sum_add, ckpt_sum_end,
-                                   //          CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES, ckpt_words, ckpt_sync_folder, ckpt_image_header, ckpt_word,
-                                   //          ckpt_word_say, ckpt_word_read, ckpt_words_clear,
-                                   //          ckpt_held, ckpt_agree, CKPT_HELD
-#include "common/recovery/ckpt_options.h"  // defines: ckpt_options, ckpt_option_specs, ckpt_options_check,
-                                           //          CKPT_SNAPSHOT, CKPT_BLOCKING, BUSY_SKIP
-#include "common/recovery/ckpt_report.h"  // defines: ckpt_cost, ckpt_figures, ckpt_plan, ckpt_verdict, ckpt_verdict_of,
-                                          //          ckpt_report_text, ckpt_report_json
-#include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_select_device, dist_connect,
-                                   //          dist_event_wait, NCCL_CHECK, dist_fail, dist_finish, dist_describe,
-                                   //          DIST_HOW_TO_RUN, dist_describe_json, dist_fault_check,
-                                   //          dist_fault_options, dist_fault_now, dist_fault_hold, dist_fault_kill,
-                                   //          dist_launch_attempt, dist_allgather, dist_polled_wait,
-                                   //          dist_waiting_start, dist_waiting_watch
+                                   //          ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file, ckpt_manifest_file,
+                                   //          ckpt_manifest_text, CKPT_MAX_RANKS, ckpt_folder, ckpt_header_differs,
+                                   //          ckpt_prune, ckpt_run_init, ckpt_sum, ckpt_sum_start, ckpt_sum_add,
+                                   //          ckpt_sum_end, CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES, ckpt_words,
+                                   //          ckpt_sync_folder, ckpt_image_header, ckpt_word, ckpt_word_say,
+                                   //          ckpt_word_read, ckpt_words_clear, ckpt_held, ckpt_agree, CKPT_HELD
+#include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_select_device, dist_connect, dist_event_wait,
+                                   //          dist_fail, dist_finish, dist_describe, DIST_HOW_TO_RUN,
+                                   //          dist_describe_json, dist_fault_check, dist_fault_options, dist_fault_now,
+                                   //          dist_fault_hold, dist_fault_kill, dist_launch_attempt, dist_allgather,
+                                   //          dist_polled_wait, dist_waiting_start, dist_waiting_watch
 #include "common/train/harness.h"  // defines: harness_finish, harness_rank_outputs, rank_outputs
-#include "common/base/json.h"      // defines: json_int, json_num, json_str, json_bool, json_hex
+#include "common/base/json.h"      // defines: json_int, json_str, json_bool, json_hex
 #include "common/gpu/memory.h"     // defines: pinned_alloc, pinned_free, host_calloc, pinned_copy_gbs
 #include "common/base/timing.h"    // defines: host_now_ms, event_ms, host_sleep_ms
 #include "common/train/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_take_loss, test_delay,
@@ -45,7 +39,11 @@
                                    //          trace_begin, trace_end, trace_name_stream, trace_name_thread,
                                    //          train_option_specs, train_options_default
 
-#include "common/base/stderr_line.h"  // defines: stderr_line
+#include "common/recovery/ckpt_options.h"  // defines: ckpt_options, ckpt_option_specs, ckpt_options_check,
+                                           //          CKPT_SNAPSHOT, CKPT_BLOCKING, BUSY_SKIP
+#include "common/recovery/ckpt_report.h"   // defines: ckpt_cost, ckpt_figures, ckpt_plan, ckpt_verdict,
+                                           //          ckpt_verdict_of, ckpt_report_text, ckpt_report_json
+#include "common/base/stderr_line.h"       // defines: stderr_line
 
 // lesson 12's library (its solution, linked: the Makefile's STANDS_ON): its step (ddp.h: ddp_setup,
 // ddp_step, ddp_prepare_shard, ddp_average_losses, ddp_checksums_of, ddp_checksums_agree,
@@ -123,20 +121,20 @@ typedef struct {
 
 // The checkpoints this run reads and writes (checkpoint.cu, snapshot.cu, writer.cu, resume.cu).
 typedef struct {
-    const char *root;          // --checkpoint-dir: NULL, no checkpoints
-    int every;                 // --checkpoint-every, or the interval auto chose (0 until it has)
-    int auto_every;            // --checkpoint-every auto
-    long next_due;             // auto: the batch after which the next checkpoint is due
-    long probe;                // auto: the batch of the first checkpoint, which measures (-1: not yet)
-    double probe_t0_ms;        // auto: when the first batch trained was issued
-    double probe_step_ms;      // auto: the step before the first checkpoint
-    ckpt_cost cost;            // auto: the figures the interval was chosen by, the ranks' worst
-    double steady_t0_ms;       // when the steady state began: the loop's start, or auto's choice
-    long steady_from;          // ... the first batch of it
-    int mode;                  // a ckpt_mode
-    int busy_rule;             // a ckpt_busy
-    int write_delay_ms;        // --write-delay-ms
-    ckpt_run run;              // every field that makes this run this run: another's checkpoint is refused
+    const char *root;           // --checkpoint-dir: NULL, no checkpoints
+    int every;                  // --checkpoint-every, or the interval auto chose (0 until it has)
+    int auto_every;             // --checkpoint-every auto
+    long next_due;              // auto: the batch after which the next checkpoint is due
+    long probe;                 // auto: the batch of the first checkpoint, which measures (-1: not yet)
+    double probe_t0_ms;         // auto: when the first batch trained was issued
+    double probe_step_ms;       // auto: the step before the first checkpoint
+    ckpt_cost cost;             // auto: the figures the interval was chosen by, the ranks' worst
+    double steady_t0_ms;        // when the steady state began: the loop's start, or auto's choice
+    long steady_from;           // ... the first batch of it
+    int mode;                   // a ckpt_mode
+    int busy_rule;              // a ckpt_busy
+    int write_delay_ms;         // --write-delay-ms
+    ckpt_run run;               // every field that makes this run this run: another's checkpoint is refused
     long long held[CKPT_HELD];  // the newest complete checkpoints this rank finds, newest first
     int held_n;
     // rank 0's prune: the checkpoints known whole without reading them back (the start verified
@@ -172,7 +170,7 @@ static inline int fault_now(const checkpoint_restart *cr, int kind, long batch)
 }
 
 // interval.cu
-int auto_interval(const ckpt_cost *c, int most);           // CheckFreq's rule: the interval, in batches
+int auto_interval(const ckpt_cost *c, int most);                 // CheckFreq's rule: the interval, in batches
 int checkpoint_due(trainer *t, checkpoint_restart *cr, long i);  // a checkpoint after batch i; auto chooses when
 
 // train.cu
@@ -203,9 +201,10 @@ void checkpoints_settle(checkpoint_restart *cr, int own_too);  // a fault waits 
 #define WORD_POLL_NS 200000    // how often rank 0's writer looks for the others' words, and a wait asks its writer
 void nap(long ns);             // a short sleep between two polls
 void *writer_main(void *arg);  // the checkpoint writer thread (arg: its checkpoint_writer)
-void say_word(checkpoint_restart *cr, long batch, const char *what, long long size, uint64_t sum, int err);  // to rank 0
-void writer_mid_file(checkpoint_restart *cr);          // --fault kill-writing: the writer stops here
-void wait_writer_mid_file(checkpoint_restart *cr);     // ... and the main thread waits until it has
+void say_word(checkpoint_restart *cr, long batch, const char *what, long long size, uint64_t sum,
+              int err);                             // to rank 0
+void writer_mid_file(checkpoint_restart *cr);       // --fault kill-writing: the writer stops here
+void wait_writer_mid_file(checkpoint_restart *cr);  // ... and the main thread waits until it has
 
 // resume.cu
 void find_checkpoints(checkpoint_restart *cr, int batches);  // before any GPU work: another run's is refused

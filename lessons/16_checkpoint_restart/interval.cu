@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/interval.cu, made by `make lessons` (checksum 2034600304)
+// STUDENT VERSION of solutions/16_checkpoint_restart/interval.cu, made by `make lessons` (checksum 2914573565)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, resume.cu, snapshot.cu.
 // interval.cu (lesson 16): when a checkpoint is due. With --checkpoint-every N, after every N
 // batches, counted from batch 0 (a restart keeps the schedule). With --checkpoint-every auto (the
@@ -36,7 +36,7 @@ static ckpt_cost first_cost(const checkpointing *c, double step_ms)
 {
     const ckpt_figures *f = &c->fig;
     ckpt_cost cost = {step_ms, f->stall_ms, f->copies ? f->copy_ms / f->copies : 0,
-                            f->last_write_ms + f->last_commit_ms};
+                      f->last_write_ms + f->last_commit_ms};
     return cost;
 }
 

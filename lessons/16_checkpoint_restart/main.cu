@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/main.cu, made by `make lessons` (checksum 320546853)
+// STUDENT VERSION of solutions/16_checkpoint_restart/main.cu, made by `make lessons` (checksum 2706704753)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, resume.cu, snapshot.cu.
 // 16_checkpoint_restart: lesson 12's data-parallel training that survives a rank that dies,
 // losing at most --checkpoint-every batches and never a bit.
@@ -87,8 +87,9 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
                        "--fault-at-batch), a full disk, SIGKILL two batches after a checkpoint whose writer "
                        "stopped half way",
                        specs, &n);
-    const char *summary = "Train an MLP on every GPU as lesson 12 does, with checkpoints and restarts.\n" DIST_HOW_TO_RUN(
-        "ranks") " [--restarts R]; which checkpoints are whole: build/tools/checkpoint-report DIR";
+    const char
+        *summary = "Train an MLP on every GPU as lesson 12 does, with checkpoints and restarts.\n" DIST_HOW_TO_RUN(
+            "ranks") " [--restarts R]; which checkpoints are whole: build/tools/checkpoint-report DIR";
     args_parse(argc, argv, d->name, summary, specs, n);
     dp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
     ckpt_options_check(d->name, &o->ckpt, d->world);
@@ -102,8 +103,8 @@ static void state_from(checkpoint_restart *cr, dist_env *d, const options *o)
     memset(cr, 0, sizeof *cr);
     cr->dist = d;
     cr->dp.dist = d;
-    cr->dp.overlap = 1;     // lesson 12's own variant: each bucket's all-reduce under the backward pass
-    cr->fault = o->fault;   // 12's dp.fault: none
+    cr->dp.overlap = 1;    // lesson 12's own variant: each bucket's all-reduce under the backward pass
+    cr->fault = o->fault;  // 12's dp.fault: none
     checkpointing *c = &cr->ckpt;
     c->root = o->ckpt.root;
     c->every = o->ckpt.every;

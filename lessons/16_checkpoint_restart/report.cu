@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/report.cu, made by `make lessons` (checksum 1530294612)
+// STUDENT VERSION of solutions/16_checkpoint_restart/report.cu, made by `make lessons` (checksum 2380677541)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, resume.cu, snapshot.cu.
 // report.cu (lesson 16): the checks across ranks (every rank ends with the same weights and
 // losses, and took every loss once) and the report: where the run started, the step, what the
@@ -82,8 +82,16 @@ int report(trainer *t, checkpoint_restart *cr, double loop_ms, FILE *out)
     memset(&v, 0, sizeof v);
     gather_verdict(t, cr, &v);
     const checkpointing *c = &cr->ckpt;
-    ckpt_plan p = {c->root != NULL, c->mode == CKPT_SNAPSHOT, c->busy_rule == BUSY_SKIP, c->every, c->auto_every,
-                   c->probe, AUTO_SPARE, AUTO_MAX_COST, c->cost, sizeof(float) * t->model.shape.nparams};
+    ckpt_plan p = {c->root != NULL,
+                   c->mode == CKPT_SNAPSHOT,
+                   c->busy_rule == BUSY_SKIP,
+                   c->every,
+                   c->auto_every,
+                   c->probe,
+                   AUTO_SPARE,
+                   AUTO_MAX_COST,
+                   c->cost,
+                   sizeof(float) * t->model.shape.nparams};
     double steady_ms = host_now_ms() - c->steady_t0_ms - c->fig.end_wait_ms;  // the run's end, give or take
     ckpt_verdict k = ckpt_verdict_of(&p, &c->fig, loop_ms, t->opt.batches - c->start, steady_ms,
                                      t->opt.batches - c->steady_from);

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/train.cu, made by `make lessons` (checksum 2876164935)
+// STUDENT VERSION of solutions/16_checkpoint_restart/train.cu, made by `make lessons` (checksum 597084574)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, resume.cu, snapshot.cu.
 // train.cu (lesson 16): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson 12's
 // own exercises) from the resume point, a checkpoint every --checkpoint-every batches: blocking
@@ -28,8 +28,8 @@ static void issue_killed(trainer *t, data_parallel *dp, long i, int b)
     issue_bucket(t, dp, i, b);  // lesson 12's
     cr->calls++;
     if (kill || writing)
-        dist_fault_kill(cr->dist, "killed inside all-reduce #%lld at batch %ld as asked (--fault %s)", cr->calls - 1,
-                        i, kill ? "kill" : "kill-writing, its writer half way through its file");
+        dist_fault_kill(cr->dist, "killed inside all-reduce #%lld at batch %ld as asked (--fault %s)", cr->calls - 1, i,
+                        kill ? "kill" : "kill-writing, its writer half way through its file");
 }
 
 // hooks.wait: before bucket b's update, lesson 12's wait for its all-reduce; before the step's
