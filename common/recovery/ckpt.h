@@ -29,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>  // FILE
 
 #ifdef __cplusplus
 extern "C" {
@@ -138,6 +139,12 @@ size_t ckpt_file_bytes(const ckpt_header *h);
 // file laid out in memory): the file's size, or 0 when the header does not fit (it always does:
 // every field of the run is bounded).
 size_t ckpt_image_header(unsigned char *image, int rank, long long batch, const ckpt_run *run);
+// Writes the first `stop` of the `size` bytes of `data` (size: all) to `out` in parts of 8 MiB,
+// each handed to the disk at once (sync_file_range, a hint), so that the disk writes one part while
+// the CPU sums the next. With `sum`, the last CKPT_TRAILER_BYTES of them are the file's trailer:
+// every byte before it is summed as it is written, the trailer made from the sum and written last,
+// and *sum receives it. Returns the bytes written, as fwrite does.
+size_t ckpt_write_parts(FILE *out, unsigned char *data, size_t size, size_t stop, uint64_t *sum);
 
 // Reads and checks a rank file; on success 0, the header, and (when not NULL) malloc'd copies
 // of the weights and losses. -1 and one line in `why`: missing, torn (shorter than its header

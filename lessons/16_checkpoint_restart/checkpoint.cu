@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint.cu, made by `make lessons` (checksum 1280587997)
+// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint.cu, made by `make lessons` (checksum 2705431844)
 // Fill in its 1 TODO.
 // checkpoint.cu (lesson 16): every --checkpoint-every batches each rank writes its whole state
 // (weights, the losses so far, the batch, the seed and the shape; SGD keeps no other state, and
@@ -11,11 +11,7 @@
 // from the GPU. This file holds what both ways of taking a checkpoint share (the image, the write,
 // the manifest) and the blocking one (--checkpoint-mode blocking): the main thread copies the
 // weights, writes, and every rank waits. snapshot.cu holds the other (the default).
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE  // sync_file_range (g++, nvcc's host compiler, defines it; a host-only test's gcc does not)
-#endif
 #include <errno.h>
-#include <fcntl.h>   // sync_file_range
 #include <signal.h>  // raise, SIGKILL
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,8 +20,6 @@
 #include <unistd.h>    // fsync, unlink, getpid
 
 #include "checkpoint_restart.h"  // the lesson's types, and through it the course's headers
-
-#define WRITE_PART (8u << 20)  // bytes written, summed and handed to the disk at a time
 
 // A fault of --fault strikes half way through the file: the rank dies (torn), the write fails with
 // ENOSPC (a full disk), or the writer stops there while the rank trains on (kill-writing).
@@ -42,31 +36,15 @@ static void strike_half_way(checkpoint_restart *cr, long batch)
     raise(SIGKILL);
 }
 
-// Writes the `size` bytes of `data` in parts. With `sum`, the last CKPT_TRAILER_BYTES of them are
-// the file's trailer: every byte before it is summed as it is written, part by part, each part's
-// way to the disk begun at once (sync_file_range), so that the disk writes one part while the CPU
-// sums the next; the trailer is then made from the sum, written last, and *sum receives it.
-// The faults of --fault strike half way. Returns the bytes written, as fwrite does.
+// Writes `data` in parts, summed as they go (common/recovery's ckpt_write_parts); the faults of
+// --fault strike half way. Returns the bytes written, as fwrite does.
 static size_t write_bytes(checkpoint_restart *cr, FILE *out, unsigned char *data, size_t size, uint64_t *sum,
                           long batch)
 {
     int faulty = fault_now(cr, FAULT_TORN, batch) || fault_now(cr, FAULT_DISK_FULL, batch) ||
                  fault_now(cr, FAULT_KILL_WRITING, batch);
-    size_t body = sum ? size - CKPT_TRAILER_BYTES : size, end = faulty ? size / 2 : size, done = 0;
-    ckpt_sum h;
-    ckpt_sum_start(&h);
-    while (done < end) {
-        size_t n = done < body ? body - done : size - done;  // the body in parts, then the trailer
-        if (n > WRITE_PART) n = WRITE_PART;
-        if (n > end - done) n = end - done;
-        if (sum && done == body) ckpt_trailer_text(ckpt_sum_end(&h), (char *)data + body);  // all before it summed
-        if (fwrite(data + done, 1, n, out) != n || fflush(out) != 0) return done;
-        sync_file_range(fileno(out), (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);  // a hint: no answer needed
-        if (sum && done < body) ckpt_sum_add(&h, data + done, n);
-        done += n;
-    }
-    if (faulty) strike_half_way(cr, batch);
-    if (sum) *sum = ckpt_sum_end(&h);
+    size_t done = ckpt_write_parts(out, data, size, faulty ? size / 2 : size, sum);
+    if (faulty && done == size / 2) strike_half_way(cr, batch);
     return done;
 }
 

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint_restart.h, made by `make lessons` (checksum 4133476036)
+// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint_restart.h, made by `make lessons` (checksum 893239455)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, resume.cu, snapshot.cu.
 // checkpoint_restart.h: lesson 16's types, and what its files call in one another (the overview
 // is in main.cu). train.cu: lesson 12's loop from the resume point, its checkpoints, and the faults
@@ -19,10 +19,9 @@
 #include "common/base/args.h"      // defines: arg_spec, args_parse, usage_error
 #include "common/base/check.h"     // defines: CUDA_CHECK, check_message
 #include "common/recovery/ckpt.h"  // defines: ckpt_header, ckpt_manifest, ckpt_read_rank, ckpt_resumable,
-                                   //          ckpt_trailer_text, ckpt_file_bytes, ckpt_rank_file, ckpt_manifest_file,
+                                   //          ckpt_write_parts, ckpt_file_bytes, ckpt_rank_file, ckpt_manifest_file,
                                    //          ckpt_manifest_text, CKPT_MAX_RANKS, ckpt_folder, ckpt_header_differs,
-                                   //          ckpt_prune, ckpt_run_init, ckpt_sum, ckpt_sum_start, ckpt_sum_add,
-                                   //          ckpt_sum_end, CKPT_HEADER_BYTES, CKPT_TRAILER_BYTES, ckpt_words,
+                                   //          ckpt_prune, ckpt_run_init, CKPT_HEADER_BYTES, ckpt_words,
                                    //          ckpt_sync_folder, ckpt_image_header, ckpt_word, ckpt_word_say,
                                    //          ckpt_word_read, ckpt_words_clear, ckpt_held, ckpt_agree, CKPT_HELD
 #include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_select_device, dist_connect, dist_event_wait,
