@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 4210504468)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 470244178)
 // No exercise in this file, read it as it stands; the TODOs are in recorder.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -98,7 +98,7 @@ typedef struct fault_tolerance {
     dist_env *dist;
     data_parallel dp;  // lesson 12's step (its ddp.h), its hooks 12's own (buckets.cu) with this lesson's around
     flight_recorder rec;
-    dist_fault fault;  // --fault, and the launch's attempt
+    dist_fault fault;       // --fault, and the launch's attempt
     int fingerprint_every;  // --fingerprint-every: 0 never
     long fingerprint_checks;
     double fingerprint_ms;  // the main thread's time in the checks, all together

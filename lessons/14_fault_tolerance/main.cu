@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 1337744135)
+// STUDENT VERSION of solutions/14_fault_tolerance/main.cu, made by `make lessons` (checksum 3541011943)
 // No exercise in this file, read it as it stands; the TODOs are in recorder.cu.
 // 14_fault_tolerance: lesson 12's data-parallel training that finds out, by name, why a run hangs.
 //
@@ -76,7 +76,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
                        specs, &n);
     const char *summary = "Train an MLP on every GPU as lesson 12 does, with a flight recorder and fingerprint "
                           "checks.\n" DIST_HOW_TO_RUN("ranks") " [--restarts R]; where the ranks went apart: "
-                                                              "build/tools/flight-report DIR";
+                                                               "build/tools/flight-report DIR";
     args_parse(argc, argv, d->name, summary, specs, n);
     dp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
     o->fault.attempt = dist_launch_attempt(d);
@@ -89,7 +89,7 @@ static void state_from(fault_tolerance *ft, dist_env *d, const options *o)
     memset(ft, 0, sizeof *ft);
     ft->dist = d;
     ft->dp.dist = d;
-    ft->dp.overlap = 1;  // lesson 12's own variant: each bucket's all-reduce under the backward pass
+    ft->dp.overlap = 1;    // lesson 12's own variant: each bucket's all-reduce under the backward pass
     ft->fault = o->fault;  // 12's dp.fault: none
     ft->fingerprint_every = o->fingerprint_every;
 }

@@ -96,7 +96,7 @@ typedef struct fault_tolerance {
     dist_env *dist;
     data_parallel dp;  // lesson 12's step (its ddp.h), its hooks 12's own (buckets.cu) with this lesson's around
     flight_recorder rec;
-    dist_fault fault;  // --fault, and the launch's attempt
+    dist_fault fault;       // --fault, and the launch's attempt
     int fingerprint_every;  // --fingerprint-every: 0 never
     long fingerprint_checks;
     double fingerprint_ms;  // the main thread's time in the checks, all together
