@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 703226250)
+// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 3736285529)
 // No exercise in this file, read it as it stands; the TODOs are in recorder.cu.
 // train.cu (lesson 14): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson
 // 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
@@ -195,9 +195,7 @@ int train_loop(trainer *t, fault_tolerance *ft)
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
         if (fault_now(ft, FAULT_HANG, i))  // before its check: the others wait in the check's all-gather
-            dist_hang(ft->dist, t->compute_stream,
-                      "hanging at batch %ld before its fingerprint check as asked "
-                      "(--fault hang)",
+            dist_hang(ft->dist, t->compute_stream, "hanging at batch %ld, its fingerprint check next (--fault hang)",
                       i);
         if (ft->fingerprint_every > 0 && i % ft->fingerprint_every == 0) fingerprint_check(ft, i);
         int s = (int)(i % SLOTS);

@@ -193,9 +193,7 @@ int train_loop(trainer *t, fault_tolerance *ft)
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
         if (fault_now(ft, FAULT_HANG, i))  // before its check: the others wait in the check's all-gather
-            dist_hang(ft->dist, t->compute_stream,
-                      "hanging at batch %ld before its fingerprint check as asked "
-                      "(--fault hang)",
+            dist_hang(ft->dist, t->compute_stream, "hanging at batch %ld, its fingerprint check next (--fault hang)",
                       i);
         if (ft->fingerprint_every > 0 && i % ft->fingerprint_every == 0) fingerprint_check(ft, i);
         int s = (int)(i % SLOTS);
