@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 470244178)
+// STUDENT VERSION of solutions/14_fault_tolerance/fault_tolerance.h, made by `make lessons` (checksum 2860714614)
 // No exercise in this file, read it as it stands; the TODOs are in recorder.cu.
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
 // is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
@@ -26,7 +26,7 @@
 #include "common/gpu/memory.h"       // defines: pinned_alloc, pinned_free, host_calloc, device_alloc, device_free
 #include "common/base/timing.h"      // defines: host_now_ms
 #include "common/train/trainer.h"    // defines: trainer, train_options, trainer_init, test_delay, event_pending,
-                                     //          SLOT_WAIT, mlp_shape_init, fnv1a, FNV1A_START, trace_begin, trace_end,
+                                     //          SLOT_WAIT, fnv1a, FNV1A_START, trace_begin, trace_end,
                                      //          train_option_specs, train_options_default
 
 #include "common/base/stderr_line.h"  // defines: stderr_line

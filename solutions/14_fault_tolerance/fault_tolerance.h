@@ -24,7 +24,7 @@
 #include "common/gpu/memory.h"       // defines: pinned_alloc, pinned_free, host_calloc, device_alloc, device_free
 #include "common/base/timing.h"      // defines: host_now_ms
 #include "common/train/trainer.h"    // defines: trainer, train_options, trainer_init, test_delay, event_pending,
-                                     //          SLOT_WAIT, mlp_shape_init, fnv1a, FNV1A_START, trace_begin, trace_end,
+                                     //          SLOT_WAIT, fnv1a, FNV1A_START, trace_begin, trace_end,
                                      //          train_option_specs, train_options_default
 
 #include "common/base/stderr_line.h"  // defines: stderr_line
