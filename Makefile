@@ -96,7 +96,11 @@ LESSON_DIRS := $(notdir $(wildcard $(if $(HANDOUT_TREE),lessons,solutions)/[0-9]
 # call text, lib/NN_topic.a, and its headers in lib/NN_topic/ (-I lib). STANDS_ON.NN: the lessons
 # whose libraries lesson NN links, the later first (the order the linker needs).
 LIBRARY.08_interval_sync := loss_ring.cu
-LIBRARY.12_data_parallel_overlap := ddp.cu ddp_plan.cu buckets.cu options.cu meet.cu stop.cu train.cu report.cu
+# FACE.NN: the one header of lesson NN's library that a later lesson includes (tests/00_course.bats:
+# no lesson includes another lesson's other headers)
+FACE.08_interval_sync := loss_ring.h
+FACE.12_data_parallel_overlap := ddp.h
+LIBRARY.12_data_parallel_overlap := ddp.cu ddp_plan.cu buckets.cu options.cu train.cu checks.cu
 STANDS_ON.09_four_stream_pipeline := 08_interval_sync
 STANDS_ON.10_async_loader_pipeline := 08_interval_sync
 STANDS_ON.11_cuda_graph_step := 08_interval_sync

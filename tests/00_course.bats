@@ -381,6 +381,34 @@ EXERCISE_KEY_CALLS='
     done <<<"$stands"
 }
 
+# foreign_includes ROOT: "FILE: NAME" for each include, in ROOT's solutions/ and lessons/, of another
+# lesson's header that is not that lesson's face (the Makefile's FACE.NN), one a line
+foreign_includes() {
+    local root=$1 f lesson inc other header face
+    for f in "$root"/solutions/[0-9][0-9]_*/* "$root"/lessons/[0-9][0-9]_*/*; do
+        [ -f "$f" ] || continue
+        lesson=$(basename "$(dirname "$f")")
+        while read -r inc; do
+            other=${inc%%/*} header=${inc#*/}
+            [ "$other" != "$lesson" ] || continue
+            face=$(sed -n "s/^FACE\.$other := //p" "$root/Makefile")
+            [ "$header" = "$face" ] || echo "${f#"$root"/}: $inc (lesson $other's face: ${face:-none})"
+        done < <(sed -n 's/^#include "\([0-9][0-9]_[a-z_]*\/[A-Za-z0-9_.]*\)".*/\1/p' "$f")
+    done
+}
+
+@test "course: a lesson includes no header of another lesson but its library's face (FACE.NN)" {
+    run foreign_includes "$ROOT"
+    assert_output ""
+    # the check can fail: 15 including 12's own header, in a copy
+    tree=$BATS_TEST_TMPDIR/tree
+    mkdir -p "$tree/solutions/15_graph_data_parallel"
+    cp "$ROOT/Makefile" "$tree/"
+    printf '#include "12_data_parallel_overlap/data_parallel.h"\n' >"$tree/solutions/15_graph_data_parallel/x.h"
+    run foreign_includes "$tree"
+    assert_output "solutions/15_graph_data_parallel/x.h: 12_data_parallel_overlap/data_parallel.h (lesson 12_data_parallel_overlap's face: ddp.h)"
+}
+
 @test "course: common/ holds no lesson's answer and no lesson's step (its files name no exercise, type no key call)" {
     found=$(grep -rlE 'BEGIN SOLUTION|handout-answer' "$ROOT/common" | sed "s|^$ROOT/||") || true
     [ -z "$found" ] || fail "common/ files that hold an exercise: $found"

@@ -13,7 +13,7 @@ setup_file() {
     run prog "$P" --help
     assert_success
     check_help "$P"
-    for option in --workers --prefetch --sync-interval --fail-at-batch; do
+    for option in --workers --prefetch --sync-interval --fault-at-batch; do
         assert_output --partial -- "$option"
     done
 }
@@ -22,7 +22,7 @@ setup_file() {
     check_training_options "$P"
     check_rejects "$P" workers abc 0 -1 65
     check_rejects "$P" prefetch abc 0 -1 4097
-    check_rejects "$P" fail-at-batch abc -2 1000001 1.5
+    check_rejects "$P" fault-at-batch abc -2 1000001 1.5
 }
 
 @test "10 without a GPU says so and exits with code 3" {
@@ -53,7 +53,7 @@ setup_file() {
     for config in "0 1 1" "17 4 1" "17 1 3" "39 4 3" "17 8 2"; do
         set -- $config
         start=$(date +%s)
-        run --separate-stderr prog "$P" $SMALL --fail-at-batch "$1" --workers "$2" --prefetch "$3" --delay-us "$DELAY_US" --delay-on copy
+        run --separate-stderr prog "$P" $SMALL --fault-at-batch "$1" --workers "$2" --prefetch "$3" --delay-us "$DELAY_US" --delay-on copy
         assert_equal "$status" 1
         [[ "$stderr" == *"failed while preparing batch $1"* ]] || fail "batch $1, $2 loaders, $3 slots: $stderr"
         [[ "$stderr" == *"every loader thread joined"* ]] || fail "batch $1, $2 loaders, $3 slots: $stderr"
@@ -115,7 +115,7 @@ setup_file() {
 # bats test_tags=gpu,sanitizer
 @test "10 the failure path leaks nothing (compute-sanitizer leak check)" {
     need_sanitizer
-    run "$ROOT/tests/timed" 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 "$BIN/$P" $TINY --workers 2 --fail-at-batch 5
+    run "$ROOT/tests/timed" 300 compute-sanitizer --tool memcheck --leak-check full --error-exitcode 99 "$BIN/$P" $TINY --workers 2 --fault-at-batch 5
     assert_equal "$status" 1
     assert_output --partial "ERROR SUMMARY: 0 errors"
 }
@@ -140,7 +140,7 @@ host_sanitized() {
     assert_success
     refute_output --partial "ERROR: AddressSanitizer"
     refute_output --partial "ERROR: LeakSanitizer"
-    run "$ROOT/tests/timed" 300 "$asan" $TINY --workers 3 --prefetch 2 --fail-at-batch 7
+    run "$ROOT/tests/timed" 300 "$asan" $TINY --workers 3 --prefetch 2 --fault-at-batch 7
     assert_equal "$status" 1
     refute_output --partial "ERROR: AddressSanitizer"
     refute_output --partial "ERROR: LeakSanitizer"
@@ -153,7 +153,7 @@ host_sanitized() {
     run "$ROOT/tests/timed" 300 "$tsan" $TINY --workers 4 --prefetch 3 --sync-interval 5
     assert_success
     refute_output --partial "WARNING: ThreadSanitizer"
-    run "$ROOT/tests/timed" 300 "$tsan" $TINY --workers 4 --prefetch 2 --fail-at-batch 7
+    run "$ROOT/tests/timed" 300 "$tsan" $TINY --workers 4 --prefetch 2 --fault-at-batch 7
     assert_equal "$status" 1
     refute_output --partial "WARNING: ThreadSanitizer"
 }

@@ -80,6 +80,49 @@ course_ranks() {
     assert_output --partial "NCCL"
 }
 
+# unprefixed DIR: the names lesson 12's library exports without ddp_ (DDP_): every function its
+# LIBRARY files define outside `static`, every name its face (the Makefile's FACE) declares: the
+# types, the enum constants, the macros and the functions. One a line, "FILE: NAME".
+unprefixed() {
+    local dir=$1 lib face f
+    lib=$(sed -n 's/^LIBRARY\.12_data_parallel_overlap := //p' "$ROOT/Makefile")
+    face=$(sed -n 's/^FACE\.12_data_parallel_overlap := //p' "$ROOT/Makefile")
+    [ -n "$lib" ] && [ -n "$face" ] || { echo "Makefile: no LIBRARY or FACE of 12"; return; }
+    for f in $lib; do
+        grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(' "$dir/$f" | grep -vE '^(static|typedef|return) ' |
+            sed 's/^[^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/' | sed "s|^|$f: |"
+    done
+    {
+        # functions, then typedef names and struct tags, then macros, then enum constants
+        grep -E '^[A-Za-z_][A-Za-z0-9_ *]*[ *][A-Za-z_][A-Za-z0-9_]*\(' "$dir/$face" | grep -v '^typedef' |
+            sed 's/^[^(]*[ *]\([A-Za-z_][A-Za-z0-9_]*\)(.*/\1/'
+        sed -n 's/^} *\([A-Za-z_][A-Za-z0-9_]*\);.*/\1/p; s/^typedef struct \([A-Za-z_][A-Za-z0-9_]*\) \([A-Za-z_][A-Za-z0-9_]*\);.*/\1 \2/p; s/^struct \([A-Za-z_][A-Za-z0-9_]*\) {.*/\1/p' "$dir/$face" | tr ' ' '\n'
+        sed -n 's/^#define \([A-Za-z_][A-Za-z0-9_]*\).*/\1/p' "$dir/$face"
+        sed -n 's/^typedef enum { *\(.*\) *} *\([A-Za-z_][A-Za-z0-9_]*\);.*/\1,\2/p' "$dir/$face" | tr ',' '\n' |
+            sed 's/ //g; s/=.*//'
+    } | grep -v '^DDP_H$' | sed "s|^|$face: |"
+} 2>/dev/null
+
+@test "12's library has one face: every name it exports begins with ddp_ (DDP_), its face declaring them all" {
+    src=$ROOT/solutions/$P
+    [ -d "$src" ] || skip "a handout: lesson 12's library comes compiled (lib/)"
+    run unprefixed "$src"
+    [ -n "$output" ] || fail "unprefixed found no names at all"
+    bad=$(grep -vE ': (ddp_|DDP_)' <<<"$output") || true
+    [ -z "$bad" ] || fail "names of 12's library without ddp_: $bad"
+    # every function the library defines outside static is declared in the face
+    face=$(sed -n 's/^FACE\.12_data_parallel_overlap := //p' "$ROOT/Makefile")
+    for name in $(grep -v "^$face: " <<<"$output" | cut -d' ' -f2); do
+        grep -qE "[ *]$name\(" "$src/$face" || fail "$name is defined by 12's library, not declared in $face"
+    done
+    # the check can fail: a copy whose library exports a name of its own
+    copy=$BATS_TEST_TMPDIR/12
+    cp -r "$src" "$copy"
+    printf 'void plan_more(void) {}\n' >>"$copy/buckets.cu"
+    run unprefixed "$copy"
+    assert_output --partial "buckets.cu: plan_more"
+}
+
 @test "12 builds, and --help lists its options, one default each inside its range, and how to run ranks on one GPU" {
     need_nccl
     check_help "$P"
@@ -94,40 +137,31 @@ course_ranks() {
     check_training_options "$P"
     check_rejects "$P" overlap abc 1 both
     check_rejects "$P" bucket-mib abc 0 -1 4097 nan
-    check_rejects "$P" timeout-s abc 0 3601
-    check_rejects "$P" fault-rank abc -2 65536
-    check_rejects "$P" fault-at-batch abc -2
-    check_rejects "$P" fault abc 1 both kill
-    check_rejects "$P" rendezvous /nonexistent-folder
+    check_dist_rejects "$P"
 }
 
 @test "12 refuses a launcher environment that does not add up, an uneven shard and an impossible fault, with one line" {
     need_nccl
-    # each: the environment, the arguments, what the one line must say
-    check() {
-        run --separate-stderr env "$@"
-        [ "$status" -eq 2 ] || fail "$*: exit code $status, expected 2: $stderr"
-        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "$*: expected one line on stderr, got: $stderr"
-    }
+    # each (check_refused): the environment, the arguments, what the one line must say
     d=$BATS_TEST_TMPDIR
-    check RANK=2 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL
+    check_refused RANK=2 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL
     assert_equal "$(grep -c "not below the world size" <<<"$stderr")" 1
-    check RANK=0 WORLD_SIZE=2 LOCAL_RANK=2 LOCAL_WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL
-    check RANK=0 WORLD_SIZE=two RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL
-    check OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL
-    check RANK=0 WORLD_SIZE=2 "$BIN/$P" $SMALL
+    check_refused RANK=0 WORLD_SIZE=2 LOCAL_RANK=2 LOCAL_WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL
+    check_refused RANK=0 WORLD_SIZE=two RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL
+    check_refused OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL
+    check_refused RANK=0 WORLD_SIZE=2 "$BIN/$P" $SMALL
     [[ "$stderr" == *"rendezvous"* ]] || fail "no folder: $stderr"
-    check RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR=/nonexistent-folder "$BIN/$P" $SMALL
+    check_refused RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR=/nonexistent-folder "$BIN/$P" $SMALL
     [[ "$stderr" == *"RENDEZVOUS_DIR"* ]] || fail "missing folder: $stderr"
-    check RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --batch 63
+    check_refused RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --batch 63
     [[ "$stderr" == *"--batch 63"* ]] || fail "uneven shard: $stderr"
-    check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fault error --fault-rank 2 --fault-at-batch 3
+    check_refused RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fault error --fault-rank 2 --fault-at-batch 3
     [[ "$stderr" == *"--fault-rank 2"* ]] || fail "fault-rank: $stderr"
-    check X=1 "$BIN/$P" $SMALL --fault-rank 0 --fault-at-batch 3
-    check X=1 "$BIN/$P" $SMALL --fault hang
-    check X=1 "$BIN/$P" $SMALL --fault error --fault-rank 0 --fault-at-batch $NB
+    check_refused X=1 "$BIN/$P" $SMALL --fault-rank 0 --fault-at-batch 3
+    check_refused X=1 "$BIN/$P" $SMALL --fault hang
+    check_refused X=1 "$BIN/$P" $SMALL --fault error --fault-rank 0 --fault-at-batch $NB
     # the messages name the rank that wrote them
-    check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --batch 63
+    check_refused RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --batch 63
     [[ "$stderr" == "$P rank 1: "* ]] || fail "the message does not name the rank: $stderr"
     # nothing left behind in the folder by a refused start
     [ -z "$(ls -A "$d" | grep -E '^(failed|nccl-id)\.')" ] || fail "files left in the folder: $(ls -A "$d")"
@@ -135,10 +169,7 @@ course_ranks() {
 
 @test "12 without a GPU says so and exits with code 3, on one rank or two" {
     need_nccl
-    check_no_gpu_exit "$P" $SMALL
-    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 "$BIN/$P" $SMALL
-    assert_equal "$status" 3
-    assert_equal "$(grep -c "no usable GPU" <<<"$stderr")" 2
+    check_no_gpu_ranks "$P" $SMALL
 }
 
 @test "12 a rendezvous folder open to every user, or of another user: one line, exit code 2, before any GPU work" {

@@ -113,38 +113,29 @@ schedule_bubble() {
         run --separate-stderr env CUDA_VISIBLE_DEVICES= "$BIN/$P" $SMALL13 --p2p-group "$g"
         assert_equal "$status" 3
     done
-    check_rejects "$P" timeout-s abc 0 3601
-    check_rejects "$P" fault-rank abc -2 65536
-    check_rejects "$P" fault-at-batch abc -2
-    check_rejects "$P" fault abc 1 both kill
-    check_rejects "$P" rendezvous /nonexistent-folder
+    check_dist_rejects "$P"
 }
 
 @test "13 refuses more stages than ranks or layers, micro-batches not dividing the batch, an impossible fault: one line" {
     need_nccl
-    # each: the environment, the arguments; exit code 2 and one line on stderr
-    check() {
-        run --separate-stderr env "$@"
-        [ "$status" -eq 2 ] || fail "$*: exit code $status, expected 2: $stderr"
-        [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "$*: expected one line on stderr, got: $stderr"
-    }
+    # each (check_refused): the environment, the arguments; exit code 2 and one line on stderr
     d=$BATS_TEST_TMPDIR
-    check X=1 "$BIN/$P" $SMALL --stages 2  # one rank: one stage
+    check_refused X=1 "$BIN/$P" $SMALL --stages 2  # one rank: one stage
     [[ "$stderr" == *"--stages 2"*"1 rank"* ]] || fail "two stages on one rank: $stderr"
-    check RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --stages 1
+    check_refused RANK=0 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --stages 1
     [[ "$stderr" == "$P rank 0: --stages 1"* ]] || fail "one stage on two ranks: $stderr"
-    check RANK=1 WORLD_SIZE=3 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --layers 1  # 3 stages, 2 layers
+    check_refused RANK=1 WORLD_SIZE=3 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --layers 1  # 3 stages, 2 layers
     [[ "$stderr" == *"--stages 3"*"2 weight layers"* ]] || fail "more stages than layers: $stderr"
-    check X=1 "$BIN/$P" $SMALL --layers 1 --stages 3 --show-schedule
-    check X=1 "$BIN/$P" $SMALL --micro-batches 3
+    check_refused X=1 "$BIN/$P" $SMALL --layers 1 --stages 3 --show-schedule
+    check_refused X=1 "$BIN/$P" $SMALL --micro-batches 3
     [[ "$stderr" == *"--batch 64"*"--micro-batches 3"* ]] || fail "uneven micro-batches: $stderr"
-    check X=1 "$BIN/$P" $SMALL --micro-batches 128
-    check RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fault error --fault-rank 2 --fault-at-batch 3
+    check_refused X=1 "$BIN/$P" $SMALL --micro-batches 128
+    check_refused RANK=1 WORLD_SIZE=2 RENDEZVOUS_DIR="$d" "$BIN/$P" $SMALL --fault error --fault-rank 2 --fault-at-batch 3
     [[ "$stderr" == *"--fault-rank 2"* ]] || fail "fault-rank: $stderr"
-    check X=1 "$BIN/$P" $SMALL --fault-rank 0 --fault-at-batch 3
-    check X=1 "$BIN/$P" $SMALL --fault hang
-    check X=1 "$BIN/$P" $SMALL --fault error --fault-rank 0 --fault-at-batch $NB
-    check RANK=0 WORLD_SIZE=2 "$BIN/$P" $SMALL
+    check_refused X=1 "$BIN/$P" $SMALL --fault-rank 0 --fault-at-batch 3
+    check_refused X=1 "$BIN/$P" $SMALL --fault hang
+    check_refused X=1 "$BIN/$P" $SMALL --fault error --fault-rank 0 --fault-at-batch $NB
+    check_refused RANK=0 WORLD_SIZE=2 "$BIN/$P" $SMALL
     [[ "$stderr" == *"rendezvous"* ]] || fail "no folder: $stderr"
     # nothing left behind in the folder by a refused start
     [ -z "$(ls -A "$d" | grep -E '^(failed|nccl-id)\.')" ] || fail "files left in the folder: $(ls -A "$d")"
@@ -152,10 +143,7 @@ schedule_bubble() {
 
 @test "13 without a GPU says so and exits with code 3, on one rank or two" {
     need_nccl
-    check_no_gpu_exit "$P" $SMALL
-    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 "$BIN/$P" $SMALL
-    assert_equal "$status" 3
-    assert_equal "$(grep -c "no usable GPU" <<<"$stderr")" 2
+    check_no_gpu_ranks "$P" $SMALL
 }
 
 # bats test_tags=ex:13-one-f-one-b

@@ -393,6 +393,35 @@ check_no_gpu_exit() {
     [[ "$stderr" == *"no usable GPU"* ]] || fail "expected 'no usable GPU' on stderr, got: $stderr"
 }
 
+# check_refused ENV... PROGRAM ARGS...: refused with exit code 2 and one line on stderr (run's
+# $stderr, for what the caller checks of it)
+check_refused() {
+    run --separate-stderr env "$@"
+    [ "$status" -eq 2 ] || fail "$*: exit code $status, expected 2: $stderr"
+    [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "$*: expected one line on stderr, got: $stderr"
+}
+
+# check_dist_rejects PROGRAM: the options every lesson of several ranks takes (common/dist:
+# --timeout-s, --rendezvous, the test faults), each bad value refused with exit code 2, one line
+check_dist_rejects() {
+    check_rejects "$1" timeout-s abc 0 3601
+    check_rejects "$1" fault-rank abc -2 65536
+    check_rejects "$1" fault-at-batch abc -2
+    check_rejects "$1" fault abc 1 both kill
+    check_rejects "$1" rendezvous /nonexistent-folder
+}
+
+# check_no_gpu_ranks PROGRAM ARGS...: without a GPU, on one rank and on two under tools/launch,
+# every rank says so, exit code 3
+check_no_gpu_ranks() {
+    local name=$1
+    shift
+    check_no_gpu_exit "$name" "$@"
+    run --separate-stderr env CUDA_VISIBLE_DEVICES= "$ROOT/tests/timed" 60 "$LAUNCH" -n 2 "$BIN/$name" "$@"
+    assert_equal "$status" 3
+    assert_equal "$(grep -c "no usable GPU" <<<"$stderr")" 2
+}
+
 # ----------------------------------------------------------------------------
 # Several ranks (lessons 12 and 13). A check of N ranks runs them on N GPUs where that
 # many are visible, else as simulated nodes on one (tools/launch --simulate-nodes: every

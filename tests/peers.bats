@@ -86,7 +86,7 @@ need_torchrun() {
         and (.step_ms_per_stage | split(",") | length == 2)] | all' "$f" >/dev/null || fail "figures: $(jq -c .figures "$f")"
 }
 
-@test "peers: ddp-peer.py on the CPU, two ranks: every variant a row, its settings said, weights alike synced and not under no_sync, a traced run" {
+@test "peers: ddp-peer.py on the CPU, two ranks: each variant a row, its settings said, weights alike synced, not under no_sync" {
     need_torchrun
     run --separate-stderr "$ROOT/tests/timed" 300 torchrun --standalone --nproc-per-node 2 "$DDP" --cpu --hidden 32 \
         --layers 2 --shard 8 --batches 2 --rounds 1 --warmup 0 --variants "default;view+static+fused;loop+bucket=0.01" \

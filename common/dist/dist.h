@@ -1,7 +1,8 @@
 // dist.h: the bootstrap of a program of several ranks, one process per GPU, each a rank of
 // NCCL communicators. Lessons 12 and later stand on it; what they teach is what they do with it.
-// It stands on common's base alone (args, checks, timing, json, kernels, own_file), never on the
-// trainer or the harness: its files, bottom up, are dist_notes.c, dist_stop.c, dist_rendezvous.c,
+// It stands on common's base (args, checks, timing, json, own_file) and gpu (memory: the buffers
+// of the all-gathers; kernels: the spin of a hang), as tests/00_course's layer table says, never on
+// the trainer or the harness: its files, bottom up, are dist_notes.c, dist_stop.c, dist_rendezvous.c,
 // dist_watchdog.c, dist_watch.c, dist_env.c, dist_fault.c and dist_connect.c (dist_parts.h).
 // Lesson 12 types the calls it teaches with these pieces (meet.cu, stop.cu).
 // In the order main calls it:

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.cu, made by `make lessons` (checksum 344737970)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.cu, made by `make lessons` (checksum 3513699258)
 // Fill in its 4 TODOs.
 // loaders.cu (lesson 10): the ring of pinned slots, every step of a slot's round guarded by one
 // lock (exercises 10-claim, 10-publish, 10-hand-back), and the loader threads that fill it
@@ -106,8 +106,8 @@ static void *loader_main(void *arg)
     while (claim_batch(p, me->k, &i, &slot, &copy_queued)) {
         pthread_mutex_unlock(&p->lock);
         if (copy_queued) wait_for_last_copy(p, me->k, slot, i, why, sizeof why);
-        if (!why[0] && i == p->fail_at_batch)  // a simulated I/O error
-            snprintf(why, sizeof why, "loader %d failed while preparing batch %ld (--fail-at-batch)", me->k, i);
+        if (!why[0] && i == p->fault_at_batch)  // a simulated I/O error
+            snprintf(why, sizeof why, "loader %d failed while preparing batch %ld (--fault-at-batch)", me->k, i);
         pthread_mutex_lock(&p->lock);
         if (why[0] || p->stop) break;  // a batch claimed after a stop is not prepared
         pthread_mutex_unlock(&p->lock);

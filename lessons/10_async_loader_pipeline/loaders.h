@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.h, made by `make lessons` (checksum 239709340)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/loaders.h, made by `make lessons` (checksum 257532998)
 // No exercise in this file, read it as it stands; the TODOs are in loaders.cu.
 // loaders.h (lesson 10): the ring of pinned slots and the loader threads that fill it, as the
 // training loop in train.cu sees them; loaders.cu holds them.
@@ -31,7 +31,7 @@ typedef struct {
 } loader;
 
 struct loader_pool {
-    int workers, prefetch, sync_interval, fail_at_batch;  // fail_at_batch -1: no loader fails
+    int workers, prefetch, sync_interval, fault_at_batch;  // fault_at_batch -1: no loader fails
     trainer *t;
     host_slot *slots;
     loader loaders[MAX_WORKERS];

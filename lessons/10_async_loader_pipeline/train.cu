@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 3812197843)
+// STUDENT VERSION of solutions/10_async_loader_pipeline/train.cu, made by `make lessons` (checksum 2914321833)
 // No exercise in this file, read it as it stands; the TODOs are in loaders.cu.
 // 10_async_loader_pipeline: loader threads prepare batches; the main thread only
 // enqueues GPU work.
@@ -17,7 +17,7 @@
 // events, the loss ring drained one batch behind every --sync-interval batches.
 //
 // Batch i is the same bits whichever loader prepares it, so losses and weights
-// equal lesson 06's for any --workers and --prefetch. --fail-at-batch N makes the
+// equal lesson 06's for any --workers and --prefetch. --fault-at-batch N makes the
 // loader of batch N fail: the loop stops, every loader returns and is joined, and
 // the program exits with code 1 and one line naming the batch. A loader never
 // exits the program on a CUDA error: it writes what went wrong and stops the others. If
@@ -79,14 +79,14 @@ int main(int argc, char **argv)
 {
     train_options o;
     train_options_default(&o);
-    loader_pool p = {.workers = 4, .prefetch = 6, .sync_interval = 10, .fail_at_batch = -1};
+    loader_pool p = {.workers = 4, .prefetch = 6, .sync_interval = 10, .fault_at_batch = -1};
     arg_spec specs[32];
     int n = train_option_specs(&o, specs);
     specs[n++] = arg_int("workers", &p.workers, 1, MAX_WORKERS, "N", "loader threads");
     specs[n++] = arg_int("prefetch", &p.prefetch, 1, 4096, "N", "pinned batch slots in the ring");
     specs[n++] = arg_int("sync-interval", &p.sync_interval, 1, 1000000, "N",
                          "batches between two host synchronisations");
-    specs[n++] = arg_int("fail-at-batch", &p.fail_at_batch, -1, 1000000, "N",
+    specs[n++] = arg_int("fault-at-batch", &p.fault_at_batch, -1, 1000000, "N",
                          "make the loader of batch N fail (to test shutdown); -1: none");
     args_parse(argc, argv, PROG, "Train an MLP with loader threads preparing batches ahead.", specs, n);
     o.workers = p.workers;

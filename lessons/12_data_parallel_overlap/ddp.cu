@@ -1,8 +1,8 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.cu, made by `make lessons` (checksum 759559220)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp.cu, made by `make lessons` (checksum 245492196)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
-// ddp.cu: lesson 12's data-parallel step (ddp.h): the state, the shard, the backward pass and the
-// step, the losses averaged at the end. The lesson's exercises are its hooks; the plan and the
-// checksums are in ddp_plan.cu.
+// ddp.cu: lesson 12's library (ddp.h), the step's machinery: the state, the shard, the losses
+// averaged at the end. The step itself is in train.cu, where the student sees it call the
+// exercises (buckets.cu); the plan and the checksums are in ddp_plan.cu.
 #include "ddp.h"
 
 #include <stdio.h>
@@ -17,7 +17,7 @@
 #include "common/base/stderr_line.h"  // defines: stderr_line
 
 // The plan, checked: every other part of the step trusts it.
-static void check_plan(const trainer *t, const data_parallel *dp)
+static void check_plan(const trainer *t, const ddp_state *dp)
 {
     char why[256];
     if (ddp_plan_is_sound(&t->model.shape, &dp->plan, why, sizeof why)) return;
@@ -25,7 +25,7 @@ static void check_plan(const trainer *t, const data_parallel *dp)
     exit(EXIT_FAILURE);
 }
 
-static void create_events(data_parallel *dp)
+static void create_events(ddp_state *dp)
 {
     for (int s = 0; s < DDP_SLOTS; s++) {
         CUDA_CHECK(cudaEventCreateWithFlags(&dp->copied[s], cudaEventDisableTiming));
@@ -38,7 +38,7 @@ static void create_events(data_parallel *dp)
     CUDA_CHECK(cudaEventCreateWithFlags(&dp->losses_averaged, cudaEventDisableTiming));
 }
 
-void ddp_setup(trainer *t, data_parallel *dp, event_wait_fn wait)
+void ddp_setup(trainer *t, ddp_state *dp, event_wait_fn wait)
 {
     check_plan(t, dp);
     CUDA_CHECK(cudaStreamCreateWithPriority(&dp->comm_stream, cudaStreamNonBlocking, t->dev.priority_greatest));
@@ -63,7 +63,7 @@ void ddp_setup(trainer *t, data_parallel *dp, event_wait_fn wait)
     CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-void ddp_teardown(data_parallel *dp)
+void ddp_teardown(ddp_state *dp)
 {
     for (int s = 0; s < DDP_SLOTS; s++) {
         CUDA_CHECK(cudaEventDestroy(dp->copied[s]));
@@ -81,7 +81,7 @@ void ddp_teardown(data_parallel *dp)
     CUDA_CHECK(cudaStreamDestroy(dp->comm_stream));
 }
 
-void ddp_prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_batch)
+void ddp_prepare_shard(trainer *t, const ddp_state *dp, long i, float *h_batch)
 {
     int shard = t->opt.batch;  // the trainer was built for one shard
     trace_range r = trace_begin(TL_RANGE_PREP, "prep", (int)i);
@@ -94,65 +94,9 @@ void ddp_prepare_shard(trainer *t, const data_parallel *dp, long i, float *h_bat
 }
 
 // ----------------------------------------------------------------------------
-// the step
-
-void ddp_backward(trainer *t, data_parallel *dp, long i, float *d_batch, cudaStream_t stream, int issue)
-{
-    mlp_model *m = &t->model;
-    int L = m->shape.layers, cols = t->opt.batch, b = 0;
-    float *delta = m->d_delta[0], *prev = m->d_delta[1];
-    test_delay(t, DELAY_COMPUTE, stream);
-    // the mean is over this rank's shard; the update then takes the mean of the ranks' means
-    mlp_loss(m, m->d_act[L], batch_targets(t, d_batch), delta, trainer_loss_slot(t, i), cols, cols, stream);
-    for (int l = L; l >= 1; l--) {
-        const float *in = l == 1 ? batch_features(d_batch) : m->d_act[l - 1];
-        int completes = issue && l == dp->plan.first_layer[b];  // layer l completes bucket b
-        mlp_backward_weights(m, l, in, delta, cols, 0, stream);
-        if (completes && dp->ready_after == READY_WEIGHTS) dp->hooks.issue(t, dp, i, b++);
-        if (l > 1) mlp_backward_error(m, l, in, delta, prev, cols, stream);
-        if (completes && dp->ready_after == READY_LAYER) dp->hooks.issue(t, dp, i, b++);
-        float *swap = delta;
-        delta = prev;
-        prev = swap;
-    }
-}
-
-// The buckets this rank issues at batch i, in order; returns how many. Sets *as_planned when
-// they are the plan's in the plan's order, which the backward pass may issue as they get ready.
-static int issue_order(const data_parallel *dp, long i, int *order, int *as_planned)
-{
-    int n = dp->plan.count;
-    if (dp->hooks.order)
-        n = dp->hooks.order(dp, i, order);
-    else
-        for (int b = 0; b < n; b++) order[b] = b;
-    *as_planned = n == dp->plan.count;
-    for (int k = 0; k < n && *as_planned; k++) *as_planned = order[k] == k;
-    return n;
-}
-
-void ddp_step(trainer *t, data_parallel *dp, long i, float *d_batch)
-{
-    cudaStream_t compute = t->compute_stream;
-    int order[DDP_MAX_BUCKETS], as_planned = 0;
-    int n = issue_order(dp, i, order, &as_planned);
-    int overlapped = dp->overlap && as_planned;
-    trainer_forward(t, d_batch, compute);
-    ddp_backward(t, dp, i, d_batch, compute, overlapped);
-    if (!overlapped)
-        for (int k = 0; k < n; k++) dp->hooks.issue(t, dp, i, order[k]);
-    // every update after the whole backward pass: an update issued right after its all-reduce
-    // would make the compute stream wait for the communication, and the lower layers behind it
-    for (int b = 0; b < dp->plan.count; b++) {
-        dp->hooks.wait(t, dp, b);
-        mlp_update(&dp->averaged, dp->plan.first[b], dp->plan.floats[b], compute);
-    }
-}
-
-// ----------------------------------------------------------------------------
 // the losses
 
-void ddp_average_losses(trainer *t, data_parallel *dp)
+void ddp_average_losses(trainer *t, ddp_state *dp)
 {
     size_t n = (size_t)t->opt.batches;
     dist_env *d = dp->dist;

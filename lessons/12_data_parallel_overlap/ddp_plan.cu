@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp_plan.cu, made by `make lessons` (checksum 1563283610)
+// STUDENT VERSION of solutions/12_data_parallel_overlap/ddp_plan.cu, made by `make lessons` (checksum 3254159735)
 // No exercise in this file, read it as it stands; the TODOs are in buckets.cu, train.cu.
 // ddp_plan.cu: lesson 12's bucket plan checked and written as text, and the checksums every rank
 // compares after the runs (ddp.h). Making the plan is lesson 12's exercise (12-bucket-plan).
@@ -9,7 +9,7 @@
 
 #include "common/train/harness.h"  // defines: harness_loss_checksum
 
-int ddp_plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_t size)
+int ddp_plan_is_sound(const mlp_shape *s, const ddp_bucket_plan *p, char *why, size_t size)
 {
     if (p->count < 1 || p->count > DDP_MAX_BUCKETS) {
         snprintf(why, size, "%d buckets for %d layers", p->count, s->layers);
@@ -39,7 +39,7 @@ int ddp_plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_
     return 1;
 }
 
-void ddp_plan_text(const bucket_plan *p, char *out, size_t size)
+void ddp_plan_text(const ddp_bucket_plan *p, char *out, size_t size)
 {
     size_t n = 0;
     out[0] = '\0';

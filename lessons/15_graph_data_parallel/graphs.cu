@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/graphs.cu, made by `make lessons` (checksum 2548839087)
+// STUDENT VERSION of solutions/15_graph_data_parallel/graphs.cu, made by `make lessons` (checksum 3283145177)
 // Fill in its 3 TODOs.
 // graphs.cu (lesson 15): lesson 12's data-parallel step, its all-reduces included, captured once
 // per ring position into a CUDA graph and replayed with one launch per batch. The exercises: the
@@ -24,12 +24,12 @@
 // every run from the same ones.
 void warm_up(graph_dp *g, trainer *t)
 {
-    data_parallel *dp = g->dp;
+    ddp_state *dp = g->dp;
     double t0 = host_now_ms();
-    float *d_batch = copy_batch(t, dp, 0);
+    float *d_batch = ddp_copy_batch(t, dp, 0, 0);
     ddp_step(t, dp, 0, d_batch);
     CUDA_CHECK(cudaEventRecord(dp->stepped[0], t->compute_stream));
-    CUDA_CHECK(wait_polled(dp->dist, dp->stepped[0]));
+    CUDA_CHECK(dist_event_wait(dp->dist, dp->stepped[0]));
     g->warm_up_ms = host_now_ms() - t0;
 }
 
@@ -41,7 +41,7 @@ void warm_up(graph_dp *g, trainer *t)
 // ring, every 10 batches); inside a capture a plain record is only an edge between two nodes of
 // the graph, and the event is left "last recorded in a capturing stream": the host's wait on it
 // is refused (cudaErrorCapturedEvent, lesson 11).
-static void capture_loss(trainer *t, data_parallel *dp, int k)
+static void capture_loss(trainer *t, ddp_state *dp, int k)
 {
     cudaStream_t compute = t->compute_stream;
     CUDA_CHECK(cudaMemcpyAsync(&t->h_loss[k], trainer_loss_slot(t, k), sizeof(float), cudaMemcpyDeviceToHost, compute));
@@ -60,9 +60,9 @@ static void capture_loss(trainer *t, data_parallel *dp, int k)
 // (instantiate_prioritized says why).
 static void capture_graph(graph_dp *g, trainer *t, int k)
 {
-    data_parallel *dp = g->dp;
+    ddp_state *dp = g->dp;
     cudaStream_t compute = t->compute_stream;
-    float *d_batch = t->d_batch[k % SLOTS];  // the slot copy_batch fills for every batch of this position
+    float *d_batch = t->d_batch[k % DDP_SLOTS];  // the slot ddp_copy_batch fills for every batch of this position
     // TODO(15-capture): begin capturing on the compute stream (global mode: an unsafe
     // call in any thread fails the capture); issue lesson 12's step (ddp_step) for batch k, then
     // its loss's copy (capture_loss); end the capture into g->graph[k]; instantiate it into
@@ -163,23 +163,23 @@ void destroy_graphs(graph_dp *g)
 // the replay
 
 // Lesson 12's loop with its step replaced by one launch: the batch's copy as lesson 12 issues it
-// (copy_batch: lesson 08's two slots), then the graph of the batch's ring position on the compute
+// (ddp_copy_batch: lesson 08's two slots), then the graph of the batch's ring position on the compute
 // stream, which waits for the copy. Launches on one stream run one after another, as the steps
 // must; the copy of the next batch runs on the copy stream under this one's graph.
 int graph_loop(trainer *t, void *ctx)
 {
     graph_dp *g = (graph_dp *)ctx;
-    data_parallel *dp = g->dp;
+    ddp_state *dp = g->dp;
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     g->launches = 0;
     for (long i = 0; i < t->opt.batches; i++) {
         dist_fault_inject(dp->dist, &dp->fault, i, t->compute_stream);  // --fault: a failure on purpose
-        copy_batch(t, dp, i);  // lesson 12's, into device slot i % SLOTS: the one graph i % GRAPH_RING reads
+        ddp_copy_batch(t, dp, i, 0);  // lesson 12's, into device slot i % DDP_SLOTS: the one graph i % GRAPH_RING reads
         // TODO(15-replay): the whole step in one call: launch the graph of batch i's ring
         // position on the compute stream (every rank launches the same one), and count it in
         // g->launches
-        CUDA_CHECK(cudaEventRecord(dp->stepped[i % SLOTS], t->compute_stream));  // copy_batch's device slot
-        loss_ring_interval(&dp->losses, t, i, SYNC_INTERVAL, &next_loss);        // lesson 08's, its waits polled
+        CUDA_CHECK(cudaEventRecord(dp->stepped[i % DDP_SLOTS], t->compute_stream));  // ddp_copy_batch's device slot
+        loss_ring_interval(&dp->losses, t, i, DDP_SYNC_INTERVAL, &next_loss);        // lesson 08's, its waits polled
     }
     ddp_average_losses(t, dp);  // the last loss's copy came after the last update: the GPU is done
     return 0;

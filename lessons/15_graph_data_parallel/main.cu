@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/15_graph_data_parallel/main.cu, made by `make lessons` (checksum 4239730614)
+// STUDENT VERSION of solutions/15_graph_data_parallel/main.cu, made by `make lessons` (checksum 2486011203)
 // No exercise in this file, read it as it stands; the TODOs are in graphs.cu.
 // 15_graph_data_parallel: lesson 12's data-parallel step, its all-reduces included, captured once
 // as CUDA graphs and replayed with one launch per batch on every rank.
@@ -45,7 +45,7 @@ static const char *PROG = "15_graph_data_parallel";
 // this lesson has not measured inside a capture), and the lesson's own.
 typedef struct {
     train_options train;
-    dp_options dp;         // lesson 12's: --bucket-mib, --ready-after, --comm-ctas, --comm-policy, --gemm-sms, ...
+    ddp_options dp;        // lesson 12's: --bucket-mib, --ready-after, --comm-ctas, --comm-policy, --gemm-sms, ...
     int eager_only;        // --eager
     int no_warm_up;        // --no-warm-up
     int compare_priority;  // --compare-priority
@@ -57,8 +57,8 @@ typedef struct {
 static void parse_options(dist_env *d, int argc, char **argv, options *o)
 {
     train_options_default(&o->train);
-    o->train.batch = SHARD * d->world;
-    dp_options_default(&o->dp);
+    o->train.batch = DDP_SHARD * d->world;
+    ddp_options_default(&o->dp);
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
     specs[n++] = arg_flag("eager", &o->eager_only,
@@ -77,12 +77,12 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
     specs[n++] = arg_flag("no-upload", &o->no_upload,
                           "leave each graph on the host until its first launch (no cudaGraphUpload after its "
                           "instantiation)");
-    dp_option_specs(&o->dp, specs, &n);  // lesson 12's
+    ddp_option_specs(&o->dp, specs, &n);  // lesson 12's
     const char *summary =
         "Train an MLP on every GPU, each rank's step (its all-reduces too) one CUDA graph launch.\n" DIST_HOW_TO_RUN(
             "ranks");
     args_parse(argc, argv, d->name, summary, specs, n);
-    dp_options_check(d, &o->dp, &o->train);  // lesson 12's
+    ddp_options_check(d, &o->dp, &o->train);  // lesson 12's
     if (o->eager_only && (o->no_warm_up || o->compare_priority || o->workspace || o->no_upload))
         usage_error(d->name, "--eager captures no graph: --no-warm-up, --compare-priority, --capture-workspace "
                              "library and --no-upload need the graphs");
@@ -168,18 +168,18 @@ static int run_and_report(trainer *t, graph_dp *g, const options *o, FILE *out)
     graph_dp prioritized;  // --compare-priority: the same graphs, the all-reduces at their captured priority
     memset(&prioritized, 0, sizeof prioritized);
     train_variant variants[3] = {
-        {"graph", graph_loop, g}, {"eager", train_loop, g->dp}, {"prioritized", graph_loop, &prioritized}};
+        {"graph", graph_loop, g}, {"eager", ddp_train_loop, g->dp}, {"prioritized", graph_loop, &prioritized}};
     int count = 2;
     if (o->compare_priority) {
         instantiate_prioritized(g, &prioritized, t);
         count = 3;
     }
-    train_variant reference = {"reference", reference_loop, g->dp};
+    train_variant reference = {"reference", ddp_reference_loop, g->dp};
     harness_extras x;
     memset(&x, 0, sizeof x);
     x.reference = &reference;
     int ok = o->eager_only ? harness_run_with(t, &variants[1], 1, &x) : harness_run_with(t, variants, count, &x);
-    ok = ranks_agree(t, g->dp, ok, out);
+    ok = ddp_ranks_agree(t, g->dp, ok, out);
     if (!o->eager_only && x.step_ms[0] > 0) report(t, g, &x, o, out);
     destroy_graphs(&prioritized);
     return ok;
@@ -192,23 +192,16 @@ int main(int argc, char **argv)
     options o;
     memset(&o, 0, sizeof o);
     parse_options(&d, argc, argv, &o);
-    data_parallel dp;  // lesson 12's step, its hooks lesson 12's exercises
-    memset(&dp, 0, sizeof dp);
-    dp.dist = &d;
-    dp.overlap = 1;                 // each bucket's all-reduce under the backward pass, inside the graph too
-    train_options shard = o.train;  // what this rank's trainer is built for: one shard of every batch
-    shard.batch = o.train.batch / d.world;
-    shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
-    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &shard);  // rank 0 reports for every rank
-    shard.json = outs.json;
-    shard.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
-    dist_select_device(&d);
+    ddp_state dp;         // lesson 12's step, its hooks lesson 12's exercises
+    ddp_init(&dp, &d);    // each bucket's all-reduce under the backward pass, inside the graph too
+    train_options shard;  // what this rank's trainer is built for: one shard of every batch
+    rank_outputs outs;
+    ddp_shard_of(&d, &o.train, &shard, &outs);
     trainer t;
-    trainer_init(&t, d.name, &shard, SLOTS, SLOTS, GRAPH_RING);
-    t.human = outs.human;
-    dp_setup(&t, &dp, &o.dp);                          // lesson 12's: the plan, the hooks, the step's state
-    meet_ranks(&d);                                    // lesson 12's meet.cu
-    dp.grads = open_gradient_comm(&d, &o.dp.sharing);  // blocking: each call only queues (sharing.nonblocking 0)
+    ddp_rank_open(&d, &t, &shard, &outs, GRAPH_RING);  // this rank's GPU, its trainer: a loss slot a graph
+    ddp_step_setup(&t, &dp, &o.dp);                    // lesson 12's: the plan, the hooks, the step's state
+    dist_connect(&d);                                  // the ranks meet (common/dist, lesson 12's meet.cu in one call)
+    dp.grads = ddp_open_gradient_comm(&d, &o.dp.sharing);  // blocking: each call only queues (sharing.nonblocking 0)
     graph_dp graphs;
     memset(&graphs, 0, sizeof graphs);
     graphs.dp = &dp;
@@ -225,9 +218,8 @@ int main(int argc, char **argv)
         ok = run_and_report(&t, &graphs, &o, outs.report);
     }
     destroy_graphs(&graphs);
-    ddp_teardown(&dp);
-    leave_ranks(&d);  // lesson 12's stop.cu
+    ddp_rank_close(&dp);  // lesson 12's: the step's state freed, every communicator finalized (dist_finish)
     if (o.train.check_cpu && d.world > 1 && d.rank == 0 && o.broken == BREAK_NONE)
-        ok = cpu_check_whole_batch(&t, &o.train, outs.report) && ok;
+        ok = ddp_cpu_check_whole_batch(&t, &o.train, outs.report) && ok;
     return harness_finish(&t, ok);
 }

@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint_restart.h, made by `make lessons` (checksum 893239455)
+// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint_restart.h, made by `make lessons` (checksum 1431783889)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, resume.cu, snapshot.cu.
 // checkpoint_restart.h: lesson 16's types, and what its files call in one another (the overview
 // is in main.cu). train.cu: lesson 12's loop from the resume point, its checkpoints, and the faults
@@ -24,17 +24,17 @@
                                    //          ckpt_prune, ckpt_run_init, CKPT_HEADER_BYTES, ckpt_words,
                                    //          ckpt_sync_folder, ckpt_image_header, ckpt_word, ckpt_word_say,
                                    //          ckpt_word_read, ckpt_words_clear, ckpt_held, ckpt_agree, CKPT_HELD
-#include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_select_device, dist_connect, dist_event_wait,
+#include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_connect, dist_event_wait,
                                    //          dist_fail, dist_finish, dist_describe, DIST_HOW_TO_RUN,
                                    //          dist_describe_json, dist_fault_check, dist_fault_options, dist_fault_now,
                                    //          dist_fault_hold, dist_fault_kill, dist_launch_attempt, dist_allgather,
                                    //          dist_polled_wait, dist_waiting_start, dist_waiting_watch
-#include "common/train/harness.h"  // defines: harness_finish, harness_rank_outputs, rank_outputs
+#include "common/train/harness.h"  // defines: harness_finish, rank_outputs
 #include "common/base/json.h"      // defines: json_int, json_str, json_bool, json_hex
 #include "common/gpu/memory.h"     // defines: pinned_alloc, pinned_free, host_calloc, pinned_copy_gbs
 #include "common/base/timing.h"    // defines: host_now_ms, event_ms, host_sleep_ms
-#include "common/train/trainer.h"  // defines: trainer, train_options, trainer_init, trainer_take_loss, test_delay,
-                                   //          event_pending, HOST_SYNC, HOST_WAIT, SLOT_WAIT, mlp_shape_init,
+#include "common/train/trainer.h"  // defines: trainer, train_options, trainer_take_loss, test_delay,
+                                   //          HOST_SYNC, HOST_WAIT, mlp_shape_init,
                                    //          trace_begin, trace_end, trace_name_stream, trace_name_thread,
                                    //          train_option_specs, train_options_default
 
@@ -44,18 +44,17 @@
                                            //          ckpt_verdict_of, ckpt_report_text, ckpt_report_json
 #include "common/base/stderr_line.h"       // defines: stderr_line
 
-// lesson 12's library (its solution, linked: the Makefile's STANDS_ON): its step (ddp.h: ddp_setup,
-// ddp_step, ddp_prepare_shard, ddp_average_losses, ddp_checksums_of, ddp_checksums_agree,
-// ddp_teardown), lesson 08's loss ring (loss_ring_queue, loss_ring_interval), and its exercises: the
-// bucket plan, each bucket's all-reduce issued after its gradients, the wait for it before the update
-#include "12_data_parallel_overlap/buckets.h"  // defines: plan_buckets, issue_bucket, wait_reduced
-#include "12_data_parallel_overlap/options.h"  // defines: dp_options, dp_options_default, dp_step_option_specs,
-                                               //          dp_options_check, dp_bucket_bytes
+// lesson 12's library (its solution, linked: the Makefile's STANDS_ON), its one face: its step
+// (ddp_setup, ddp_step, ddp_average_losses, ddp_teardown), its loop's copy (ddp_copy_batch), its
+// options, a rank's bring-up, its checksums, lesson 08's loss ring (loss_ring_queue,
+// loss_ring_interval), and its exercises: the bucket plan, each bucket's all-reduce issued after
+// its gradients, the wait for it before the update
+#include "12_data_parallel_overlap/ddp.h"  // defines: ddp_plan_buckets, ddp_issue_bucket, ddp_wait_reduced,
+                                           //          ddp_options, ddp_options_default, ddp_step_option_specs,
+                                           //          ddp_options_check, ddp_bucket_bytes, ddp_init, ddp_shard_of,
+                                           //          ddp_rank_open, ddp_copy_batch, DDP_SHARD, DDP_LOSS_RING,
+                                           //          DDP_SYNC_INTERVAL, ddp_checksums_of, ddp_checksums_agree
 
-#define SHARD 512         // samples per rank and batch, by default (lesson 12)
-#define SLOTS DDP_SLOTS   // host and device batch slots (lesson 08)
-#define SYNC_INTERVAL 10  // batches between two reads of the losses (lesson 08)
-#define LOSS_RING (SYNC_INTERVAL + 1)
 #define AUTO_FIRST 10        // --checkpoint-every auto: the first checkpoint after this many batches
 #define AUTO_SPARE 1.5       // ... and the interval at least this many times the write's time
 #define AUTO_MAX_COST 0.035  // ... and a checkpoint's cost, spread over it, at most this share of a step
@@ -75,7 +74,7 @@ typedef enum {
 // size, the rendezvous, and lesson 16's own.
 typedef struct {
     train_options train;
-    dp_options dp;      // lesson 12's: --bucket-mib, --rendezvous, --timeout-s (dp_step_option_specs)
+    ddp_options dp;     // lesson 12's: --bucket-mib, --rendezvous, --timeout-s (ddp_step_option_specs)
     ckpt_options ckpt;  // --checkpoint-dir, --checkpoint-every, --checkpoint-mode, --checkpoint-busy, --write-delay-ms
     dist_fault fault;   // --fault (fault_kind's words), --fault-rank, --fault-at-batch, LAUNCH_ATTEMPT
 } options;
@@ -156,7 +155,7 @@ typedef struct {
 // Lesson 16's state: lesson 12's step, and what this lesson adds to it.
 typedef struct checkpoint_restart {
     dist_env *dist;
-    data_parallel dp;  // lesson 12's step (its ddp.h), its hooks 12's own (buckets.cu) with this lesson's around
+    ddp_state dp;      // lesson 12's step (its ddp.h), its hooks 12's own (buckets.cu) with this lesson's around
     dist_fault fault;  // --fault, and the launch's attempt
     checkpointing ckpt;
     long long calls;  // the NCCL calls this rank issued: a restart issues those of the batches it trains

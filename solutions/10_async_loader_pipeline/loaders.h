@@ -29,7 +29,7 @@ typedef struct {
 } loader;
 
 struct loader_pool {
-    int workers, prefetch, sync_interval, fail_at_batch;  // fail_at_batch -1: no loader fails
+    int workers, prefetch, sync_interval, fault_at_batch;  // fault_at_batch -1: no loader fails
     trainer *t;
     host_slot *slots;
     loader loaders[MAX_WORKERS];

@@ -7,7 +7,7 @@
 
 #include "common/train/harness.h"  // defines: harness_loss_checksum
 
-int ddp_plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_t size)
+int ddp_plan_is_sound(const mlp_shape *s, const ddp_bucket_plan *p, char *why, size_t size)
 {
     if (p->count < 1 || p->count > DDP_MAX_BUCKETS) {
         snprintf(why, size, "%d buckets for %d layers", p->count, s->layers);
@@ -37,7 +37,7 @@ int ddp_plan_is_sound(const mlp_shape *s, const bucket_plan *p, char *why, size_
     return 1;
 }
 
-void ddp_plan_text(const bucket_plan *p, char *out, size_t size)
+void ddp_plan_text(const ddp_bucket_plan *p, char *out, size_t size)
 {
     size_t n = 0;
     out[0] = '\0';

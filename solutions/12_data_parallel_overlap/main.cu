@@ -26,12 +26,13 @@
 // reduced after the backward pass). --overlap chooses which one is the lesson's own.
 // The host loop is lesson 08's: two batch slots, a loss ring read every 10 batches.
 //
-// The files: data_parallel.h (types), meet.cu (how the ranks meet), stop.cu (how they stop),
-// buckets.cu (the exercises: the plan, each bucket's all-reduce and the wait for it), train.cu
-// (the loop, the reference), report.cu, options.cu (the step's options and setup), and this one
-// (main). The step itself, the machinery around the exercises, is ddp.h's (ddp.cu, ddp_plan.cu):
-// it calls back into buckets.cu where a bucket's gradients are ready and before a bucket's update.
-// Every file but this one is the lesson's library, which lessons 14 and 15 link.
+// The files: ddp.h, the library's one face (what lessons 14, 15 and 16 link): buckets.cu (the
+// exercises: the plan, each bucket's all-reduce and the wait for it), train.cu (the step, which
+// calls them where a bucket's gradients are ready and before its update; the loop; the reference),
+// options.cu (the step's options and setup, a rank's bring-up), checks.cu (the checks across
+// ranks), ddp.cu and ddp_plan.cu (the machinery: state, shard, losses, the plan's check). Lesson
+// 12's own: data_parallel.h, meet.cu (how the ranks meet), stop.cu (how they stop), report.cu,
+// and this one (main).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,15 +44,15 @@ static const char *PROG = "12_data_parallel_overlap";
 // What the command line says: the training options (of the whole batch), the step's, the lesson's own.
 typedef struct {
     train_options train;
-    dp_options dp;  // options.cu: --bucket-mib, --ready-after, --comm-ctas, ... (and --grad-comm, here)
-    int first;      // --overlap: the lesson's own variant, run first
+    ddp_options dp;  // options.cu: --bucket-mib, --ready-after, --comm-ctas, ... (and --grad-comm, here)
+    int first;       // --overlap: the lesson's own variant, run first
 } options;
 
 static void parse_options(dist_env *d, int argc, char **argv, options *o)
 {
     train_options_default(&o->train);
-    o->train.batch = SHARD * d->world;
-    dp_options_default(&o->dp);
+    o->train.batch = DDP_SHARD * d->world;
+    ddp_options_default(&o->dp);
     o->first = OVERLAP_BUCKETS;
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
@@ -61,30 +62,30 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
     specs[n++] = arg_choice("grad-comm", &o->dp.sharing.nonblocking, "blocking|nonblocking",
                             "the gradients' communicator: blocking (each call only queues), or non-blocking as the "
                             "parent (each call issued by a thread of NCCL's)");
-    dp_option_specs(&o->dp, specs, &n);
+    ddp_option_specs(&o->dp, specs, &n);
     const char *summary =
         "Train an MLP on every GPU, averaging gradients with NCCL under the backward pass.\n" DIST_HOW_TO_RUN("ranks");
     args_parse(argc, argv, d->name, summary, specs, n);
-    dp_options_check(d, &o->dp, &o->train);
+    ddp_options_check(d, &o->dp, &o->train);
 }
 
 // The parts alone, both variants round-robin against the reference, the checks across ranks,
 // the report. Returns 1 when every check passed.
-static int run_and_report(trainer *t, data_parallel *dp, const options *o, FILE *out)
+static int run_and_report(trainer *t, ddp_state *dp, const options *o, FILE *out)
 {
     part_times parts;
     profile_parts(t, dp, &parts);
-    data_parallel none = *dp;  // the same streams, buffers and events; every bucket after the backward pass
+    ddp_state none = *dp;  // the same streams, buffers and events; every bucket after the backward pass
     none.overlap = 0;
-    train_variant buckets_v = {"buckets", train_loop, dp}, none_v = {"none", train_loop, &none};
+    train_variant buckets_v = {"buckets", ddp_train_loop, dp}, none_v = {"none", ddp_train_loop, &none};
     train_variant variants[2] = {o->first == OVERLAP_BUCKETS ? buckets_v : none_v,
                                  o->first == OVERLAP_BUCKETS ? none_v : buckets_v};
-    train_variant reference = {"reference", reference_loop, dp};
+    train_variant reference = {"reference", ddp_reference_loop, dp};
     harness_extras x;
     memset(&x, 0, sizeof x);
     x.reference = &reference;
     int ok = harness_run_with(t, variants, 2, &x);
-    ok = ranks_agree(t, dp, ok, out);
+    ok = ddp_ranks_agree(t, dp, ok, out);
     if (x.step_ms[0] > 0) report(t, dp, &parts, &x, (overlap_mode)o->first, o->train.batch, &o->dp, out);
     return ok;
 }
@@ -95,26 +96,20 @@ int main(int argc, char **argv)
     dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
     options o;
     parse_options(&d, argc, argv, &o);
-    data_parallel dp;  // ddp.h: the step's state; its hooks are this lesson's exercises
-    memset(&dp, 0, sizeof dp);
-    dp.dist = &d;
-    dp.overlap = 1;                 // each bucket's all-reduce under the backward pass (the "buckets" variant)
-    train_options shard = o.train;  // what this rank's trainer is built for: one shard of every batch
-    shard.batch = o.train.batch / d.world;
-    shard.check_cpu = o.train.check_cpu && d.world == 1;  // several ranks: rank 0 checks the whole batch below
-    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &shard);  // rank 0 reports for every rank
-    shard.json = outs.json;
-    shard.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
-    dist_select_device(&d);
+    ddp_state dp;  // ddp.h: the step's state; its hooks are this lesson's exercises
+    ddp_init(&dp, &d);
+    train_options shard;  // what this rank's trainer is built for: one shard of every batch
+    rank_outputs outs;
+    ddp_shard_of(&d, &o.train, &shard, &outs);
     trainer t;
-    trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
-    t.human = outs.human;
-    dp_setup(&t, &dp, &o.dp);  // options.cu: the plan, the hooks, the step's state, before any rank waits
-    meet_ranks(&d);            // meet.cu
-    dp.grads = open_gradient_comm(&d, &o.dp.sharing);
+    ddp_rank_open(&d, &t, &shard, &outs, DDP_LOSS_RING);  // this rank's GPU, its trainer
+    ddp_step_setup(&t, &dp, &o.dp);  // options.cu: the plan, the hooks, the step's state, before any rank waits
+    meet_ranks(&d);                  // meet.cu
+    dp.grads = ddp_open_gradient_comm(&d, &o.dp.sharing);
     int ok = run_and_report(&t, &dp, &o, outs.report);
     ddp_teardown(&dp);
     leave_ranks(&d);  // stop.cu
-    if (o.train.check_cpu && d.world > 1 && d.rank == 0) ok = cpu_check_whole_batch(&t, &o.train, outs.report) && ok;
+    if (o.train.check_cpu && d.world > 1 && d.rank == 0)
+        ok = ddp_cpu_check_whole_batch(&t, &o.train, outs.report) && ok;
     return harness_finish(&t, ok);
 }

@@ -7,6 +7,8 @@
 // The communicator is non-blocking: each NCCL call returns at once, and the rank polls until
 // NCCL is done. A blocking call could wait forever on a rank that died; a polled one gives up
 // when another rank leaves a failure note, or when --timeout-s passes (common/dist/dist.h).
+// The lessons after this one meet with common/dist's dist_connect, these steps in one call; the
+// gradients' communicator, split from this one, is the library's (ddp_open_gradient_comm).
 #include <string.h>
 
 #include "data_parallel.h"  // the lesson's types, and through it the course's headers
@@ -33,31 +35,4 @@ void meet_ranks(dist_env *d)
     if (state != ncclSuccess)
         dist_abort(d, "ncclCommInitRankConfig failed: %s (%s)", ncclGetErrorString(state), ncclGetLastError(comm));
     dist_connected(d, comm);  // every rank says which GPU it runs on: several on one are simulated nodes
-}
-
-// The communicator of the gradients' all-reduces, split from the parent (every rank in it, in the
-// same order). A blocking one: once connected, ncclAllReduce only queues its kernel and returns,
-// where a non-blocking communicator issues every call from a thread of its own (measured: 0.13 ms a
-// call beside 0.02, and far more under a tracer: notes/12). What could block is watched all the
-// same: a connect or a finalize that waits for a rank that failed ends with its note or --timeout-s
-// (dist_split_ready puts it in dist's watch), and an abort aborts it with the parent.
-ncclComm_t open_gradient_comm(dist_env *d, const sm_sharing *sharing)
-{
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.blocking = sharing->nonblocking ? 0 : 1;  // --grad-comm, to measure the difference
-    config.splitShare = 0;                           // resources of its own
-    // An NCCL kernel holds an SM per CTA for as long as it runs, waiting for a peer included, and
-    // the backward pass's products run beside it on what is left (notes/12, measured)
-    if (sharing->comm_ctas > 0) {
-        config.minCTAs = 1;
-        config.maxCTAs = sharing->comm_ctas;
-    }
-#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 27, 0)
-    if (sharing->efficiency) config.CTAPolicy = NCCL_CTA_POLICY_EFFICIENCY;
-#endif
-    ncclComm_t grads = NULL;
-    // a call on the non-blocking parent: it may answer before the new communicator exists
-    NCCL_CHECK(d, ncclCommSplit(d->comm, 0, d->rank, &grads, &config));
-    dist_split_ready(d, &grads, "the gradients' communicator");
-    return grads;
 }

@@ -1,5 +1,5 @@
-// report.cu (lesson 12): each part alone (what the figures are made of), the checks across
-// ranks, and the report.
+// report.cu (lesson 12): each part alone (what the figures are made of) and the report. The checks
+// across ranks are the library's (checks.cu), which the lessons after this one use too.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,7 @@
 // The ranks line up on a one-float all-reduce; then `stream` spins for 2 ms, long
 // enough for the host to queue everything that follows: the time measured after the
 // spin is the GPU's work, not the host's issuing (NCCL issues each call from a thread).
-static void line_up(data_parallel *dp, cudaStream_t stream, cudaEvent_t lined_up)
+static void line_up(ddp_state *dp, cudaStream_t stream, cudaEvent_t lined_up)
 {
     NCCL_CHECK(dp->dist,
                ncclAllReduce(dp->d_losses, dp->d_losses, 1, ncclFloat, ncclSum, dp->dist->comm, dp->comm_stream));
@@ -23,7 +23,7 @@ static void line_up(data_parallel *dp, cudaStream_t stream, cudaEvent_t lined_up
 // The backward pass with every bucket's all-reduce issued as the step issues them: the time of
 // the compute stream alone, against the backward pass with nothing beside it. NCCL's kernels
 // hold SMs while they run (waiting for the other ranks included); the products get the rest.
-static double backward_beside_ms(trainer *t, data_parallel *dp, float *d_batch, cudaEvent_t *ev, cudaEvent_t lined_up)
+static double backward_beside_ms(trainer *t, ddp_state *dp, float *d_batch, cudaEvent_t *ev, cudaEvent_t lined_up)
 {
     cudaStream_t s = t->compute_stream, c = dp->comm_stream;
     line_up(dp, s, lined_up);
@@ -31,15 +31,15 @@ static double backward_beside_ms(trainer *t, data_parallel *dp, float *d_batch, 
     ddp_backward(t, dp, 0, d_batch, s, 1);
     CUDA_CHECK(cudaEventRecord(ev[1], s));
     CUDA_CHECK(cudaEventRecord(ev[2], c));
-    CUDA_CHECK(wait_polled(dp->dist, ev[1]));
-    CUDA_CHECK(wait_polled(dp->dist, ev[2]));
+    CUDA_CHECK(dist_event_wait(dp->dist, ev[1]));
+    CUDA_CHECK(dist_event_wait(dp->dist, ev[2]));
     return event_ms(ev[0], ev[1]);
 }
 
-void profile_parts(trainer *t, data_parallel *dp, part_times *p)
+void profile_parts(trainer *t, ddp_state *dp, part_times *p)
 {
     cudaStream_t s = t->compute_stream, c = dp->comm_stream;
-    const bucket_plan *plan = &dp->plan;
+    const ddp_bucket_plan *plan = &dp->plan;
     float *d_batch = t->d_batch[0];
     double fwd[PART_REPS], bwd[PART_REPS], upd[PART_REPS], comm[PART_REPS], one[PART_REPS], beside[PART_REPS];
     double *compute_parts[3] = {fwd, bwd, upd};
@@ -57,19 +57,19 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
         CUDA_CHECK(cudaEventRecord(ev[2], s));
         for (int b = 0; b < plan->count; b++) mlp_update(&dp->averaged, plan->first[b], plan->floats[b], s);
         CUDA_CHECK(cudaEventRecord(ev[3], s));
-        CUDA_CHECK(wait_polled(dp->dist, ev[3]));
+        CUDA_CHECK(dist_event_wait(dp->dist, ev[3]));
         if (k >= 0) parts_ms(ev, 4, compute_parts, k);  // forward, backward, update
         double b = backward_beside_ms(t, dp, d_batch, ev, lined_up);
         if (k >= 0) beside[k] = b;
         line_up(dp, c, lined_up);
         CUDA_CHECK(cudaEventRecord(ev[0], c));
-        for (int b = 0; b < plan->count; b++) allreduce_gradients(t, dp, plan->first[b], plan->floats[b], c);
+        for (int b = 0; b < plan->count; b++) ddp_allreduce_gradients(t, dp, plan->first[b], plan->floats[b], c);
         CUDA_CHECK(cudaEventRecord(ev[1], c));
         line_up(dp, c, lined_up);
         CUDA_CHECK(cudaEventRecord(ev[2], c));
-        allreduce_gradients(t, dp, 0, t->model.shape.nparams, c);
+        ddp_allreduce_gradients(t, dp, 0, t->model.shape.nparams, c);
         CUDA_CHECK(cudaEventRecord(ev[3], c));
-        CUDA_CHECK(wait_polled(dp->dist, ev[3]));
+        CUDA_CHECK(dist_event_wait(dp->dist, ev[3]));
         if (k >= 0) {
             comm[k] = event_ms(ev[0], ev[1]);
             one[k] = event_ms(ev[2], ev[3]);
@@ -88,43 +88,13 @@ void profile_parts(trainer *t, data_parallel *dp, part_times *p)
 // ----------------------------------------------------------------------------
 // the checks across ranks, and the report
 
-// Every rank must end with the same weights and losses, bit for bit: they applied the
-// same averaged updates. Rank 0 reports every rank's verdict. Returns 1 when the ranks
-// agree and every rank's own checks passed.
-int ranks_agree(trainer *t, data_parallel *dp, int ok, FILE *out)
-{
-    dist_env *d = dp->dist;
-    ddp_checksums mine = ddp_checksums_of(t, ok);
-    ddp_checksums *all = (ddp_checksums *)host_calloc((size_t)d->world, sizeof mine, "every rank's verdict");
-    dist_gather g;
-    dist_gather_begin(d, &g, &mine, sizeof mine, t->compute_stream);  // this rank's part in its place on the GPU
-    NCCL_CHECK(d, ncclAllGather(g.d_mine, g.d_all, sizeof mine, ncclUint8, d->comm, t->compute_stream));  // in place
-    dist_gather_end(d, &g, all, t->compute_stream);  // every rank's part back on the host, the wait polled
-    int passed = 1;
-    char sums[1024];
-    int same = ddp_checksums_agree(all, d->world, &passed, sums, sizeof sums);
-    if (out) {
-        fprintf(out, "ranks: %d; final weights and losses identical on every rank: %s\n", d->world,
-                same ? "yes" : "NO");
-        for (int r = 0; r < d->world; r++)
-            if (all[r].flag != 1) fprintf(out, "  rank %d: its own checks FAILED\n", r);
-    }
-    if (t->opt.json) {
-        json_bool(&t->js, "ranks_identical", same);
-        json_bool(&t->js, "ranks_verified", passed);
-        json_str(&t->js, "weights_checksums", sums);
-    }
-    free(all);
-    return same && passed;
-}
-
 // The figures the lesson is about, from the parts alone and the two variants' steps. The share
 // of the all-reduce hidden needs something to hide: not with one rank (NCCL copies, nothing
 // crosses). Under simulated nodes every figure is printed, said to be no performance figure.
-void report(trainer *t, const data_parallel *dp, const part_times *p, const harness_extras *x, overlap_mode first,
-            int global_batch, const dp_options *o, FILE *out)
+void report(trainer *t, const ddp_state *dp, const part_times *p, const harness_extras *x, overlap_mode first,
+            int global_batch, const ddp_options *o, FILE *out)
 {
-    const sm_sharing *sharing = &o->sharing;
+    const ddp_sharing *sharing = &o->sharing;
     const dist_env *d = dp->dist;
     int n = d->world;
     double bytes = sizeof(float) * (double)t->model.shape.nparams;
@@ -175,7 +145,7 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
     json_num(js, "bucket_mib", o->bucket_mib);
     json_int(js, "buckets", dp->plan.count);
     json_str(js, "bucket_plan", plan);
-    json_str(js, "ready_after", dp->ready_after == READY_WEIGHTS ? "weights" : "layer");
+    json_str(js, "ready_after", dp->ready_after == DDP_READY_WEIGHTS ? "weights" : "layer");
     json_int(js, "comm_ctas", sharing->comm_ctas);
     json_str(js, "comm_policy", sharing->efficiency ? "efficiency" : "auto");
     json_int(js, "gemm_sms", sharing->gemm_sms);
@@ -198,29 +168,4 @@ void report(trainer *t, const data_parallel *dp, const part_times *p, const harn
     json_num(js, "buckets_samples_per_s", global_batch / t_buckets * 1e3);
     json_num(js, "none_samples_per_s", global_batch / t_none * 1e3);
     json_num(js, "timeout_s", d->timeout_s);
-}
-
-// With several ranks the harness's CPU check would see one shard: rank 0 compares the
-// averaged losses with the CPU trained on the whole batch. Returns 1 when within 1e-4.
-int cpu_check_whole_batch(trainer *t, const train_options *o, FILE *out)
-{
-    mlp_shape shape;
-    mlp_shape_init(&shape, o->in_dim, o->hidden, o->hidden_layers, o->out_dim, o->batch);
-    dataset data;
-    dataset_init(&data, o->batch, o->in_dim, o->out_dim, o->prep_work, (uint64_t)o->seed);
-    double *cpu = (double *)host_calloc((size_t)o->batches, sizeof(double), "the CPU reference's losses");
-    mlp_cpu_reference(&shape, (float)o->lr, (uint64_t)o->seed, &data, o->batches, cpu);
-    double worst = 0;
-    for (int i = 0; i < o->batches; i++) {
-        double rel = (t->run.losses[i] - cpu[i]) / cpu[i];
-        if (rel < 0) rel = -rel;
-        if (!(rel <= worst)) worst = rel;  // NaN-safe
-    }
-    free(cpu);
-    dataset_free(&data);
-    if (out)
-        fprintf(out, "  CPU reference (the whole batch): largest relative difference %.2e (%s 1e-04)\n", worst,
-                worst <= 1e-4 ? "within" : "NOT within");
-    if (t->opt.json) json_num(&t->js, "cpu_check_max_rel", worst);
-    return worst <= 1e-4;
 }

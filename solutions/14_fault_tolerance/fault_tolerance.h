@@ -12,35 +12,34 @@
 
 #include "common/base/args.h"        // defines: arg_spec, arg_int, args_parse
 #include "common/base/check.h"       // defines: CUDA_CHECK
-#include "common/dist/dist.h"        // defines: dist_env, dist_init, dist_select_device, dist_connect,
-                                     //          dist_event_wait, dist_polled_wait, NCCL_CHECK, dist_fail, dist_finish,
-                                     //          dist_describe, DIST_HOW_TO_RUN, dist_describe_json, dist_fault_check,
+#include "common/dist/dist.h"        // defines: dist_env, dist_init, dist_connect, dist_event_wait, dist_polled_wait,
+                                     //          NCCL_CHECK, dist_fail, dist_finish, dist_describe, DIST_HOW_TO_RUN,
+                                     //          dist_describe_json, dist_fault_check,
                                      //          dist_fault_options, dist_fault_now, dist_fault_hold, dist_fault_kill,
                                      //          dist_launch_attempt, dist_hang, dist_gather_begin, dist_gather_end
 #include "common/recovery/flight.h"  // defines: flight_entry, flight_ring, flight_op, flight_write, flight_describe,
                                      //          FLIGHT_MAX_SLOTS
-#include "common/train/harness.h"    // defines: harness_finish, harness_rank_outputs, rank_outputs
+#include "common/train/harness.h"    // defines: harness_finish, rank_outputs
 #include "common/base/json.h"        // defines: json_int, json_num, json_str, json_bool, json_hex
 #include "common/gpu/memory.h"       // defines: pinned_alloc, pinned_free, host_calloc, device_alloc, device_free
 #include "common/base/timing.h"      // defines: host_now_ms
-#include "common/train/trainer.h"    // defines: trainer, train_options, trainer_init, test_delay, event_pending,
-                                     //          SLOT_WAIT, fnv1a, FNV1A_START, trace_begin, trace_end,
+#include "common/train/trainer.h"    // defines: trainer, train_options, fnv1a, FNV1A_START, trace_begin, trace_end,
                                      //          train_option_specs, train_options_default
 
 #include "common/base/stderr_line.h"  // defines: stderr_line
 
-// lesson 12's library (its solution, linked: the Makefile's STANDS_ON): its step (ddp.h: DDP_MAX_BUCKETS,
-// ddp_average_losses, ddp_checksums_agree, ddp_checksums_of, ddp_prepare_shard, ddp_setup, ddp_step,
-// ddp_teardown), lesson 08's loss ring (loss_ring_queue, loss_ring_interval), and its exercises: the
-// bucket plan, each bucket's all-reduce issued after its gradients, the wait for it before the update
-#include "12_data_parallel_overlap/buckets.h"  // defines: plan_buckets, issue_bucket, wait_reduced
-#include "12_data_parallel_overlap/options.h"  // defines: dp_options, dp_options_default, dp_step_option_specs,
-                                               //          dp_options_check, dp_bucket_bytes
+// lesson 12's library (its solution, linked: the Makefile's STANDS_ON), its one face: its step
+// (ddp_setup, ddp_step, ddp_average_losses, ddp_teardown, ddp_prepare_shard), its loop's copy
+// (ddp_copy_batch), its options, a rank's bring-up, its checksums, lesson 08's loss ring
+// (loss_ring_queue, loss_ring_interval), and its exercises: the bucket plan, each bucket's
+// all-reduce issued after its gradients, the wait for it before the update
+#include "12_data_parallel_overlap/ddp.h"  // defines: ddp_plan_buckets, ddp_issue_bucket, ddp_wait_reduced,
+                                           //          ddp_options, ddp_options_default, ddp_step_option_specs,
+                                           //          ddp_options_check, ddp_bucket_bytes, ddp_init, ddp_shard_of,
+                                           //          ddp_rank_open, ddp_copy_batch, DDP_SLOTS, DDP_SHARD,
+                                           //          DDP_LOSS_RING, DDP_SYNC_INTERVAL, DDP_MAX_BUCKETS,
+                                           //          ddp_checksums_of, ddp_checksums_agree
 
-#define SHARD 512         // samples per rank and batch, by default (lesson 12)
-#define SLOTS DDP_SLOTS   // host and device batch slots (lesson 08)
-#define SYNC_INTERVAL 10  // batches between two reads of the losses (lesson 08)
-#define LOSS_RING (SYNC_INTERVAL + 1)
 #define RING_SLOTS 256        // the flight recorder keeps this many calls, by default
 #define FINGERPRINT_EVERY 10  // batches between two fingerprint checks, by default (a check before batch 0 too)
 
@@ -58,7 +57,7 @@ typedef enum {
 // size, the rendezvous, and lesson 14's own.
 typedef struct {
     train_options train;
-    dp_options dp;          // lesson 12's: --bucket-mib, --rendezvous, --timeout-s (dp_step_option_specs)
+    ddp_options dp;         // lesson 12's: --bucket-mib, --rendezvous, --timeout-s (ddp_step_option_specs)
     int fingerprint_every;  // --fingerprint-every: 0 never
     int ring_slots;         // --ring-slots
     dist_fault fault;       // --fault (fault_kind's words), --fault-rank, --fault-at-batch, LAUNCH_ATTEMPT
@@ -94,7 +93,7 @@ typedef struct {
 // Lesson 14's state: lesson 12's step, and what this lesson adds to it.
 typedef struct fault_tolerance {
     dist_env *dist;
-    data_parallel dp;  // lesson 12's step (its ddp.h), its hooks 12's own (buckets.cu) with this lesson's around
+    ddp_state dp;  // lesson 12's step (its ddp.h), its hooks 12's own (buckets.cu) with this lesson's around
     flight_recorder rec;
     dist_fault fault;       // --fault, and the launch's attempt
     int fingerprint_every;  // --fingerprint-every: 0 never

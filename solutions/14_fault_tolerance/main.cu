@@ -31,8 +31,8 @@ static const char *PROG = "14_fault_tolerance";
 // fingerprint check's buffers.
 static void setup(trainer *t, fault_tolerance *ft, const options *o)
 {
-    data_parallel *dp = &ft->dp;
-    plan_buckets(&t->model.shape, dp_bucket_bytes(&o->dp), &dp->plan);  // lesson 12's
+    ddp_state *dp = &ft->dp;
+    ddp_plan_buckets(&t->model.shape, ddp_bucket_bytes(&o->dp), &dp->plan);  // lesson 12's
     step_hooks(ft);                      // train.cu: lesson 12's hooks, recorded, with the faults around them
     ddp_setup(t, dp, dist_polled_wait);  // the plan checked; streams, buffers, events; the waits polled
     recorder_init(&ft->rec, ft->dist, o->ring_slots);
@@ -56,13 +56,13 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     train_options_default(&o->train);
-    o->train.batch = SHARD * d->world;
-    dp_options_default(&o->dp);
+    o->train.batch = DDP_SHARD * d->world;
+    ddp_options_default(&o->dp);
     o->fingerprint_every = FINGERPRINT_EVERY;
     o->ring_slots = RING_SLOTS;
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
-    dp_step_option_specs(&o->dp, specs, &n);  // --bucket-mib, --rendezvous (every rank's flight ring too), --timeout-s
+    ddp_step_option_specs(&o->dp, specs, &n);  // --bucket-mib, --rendezvous (every rank's flight ring too), --timeout-s
     specs[n++] = arg_int("fingerprint-every", &o->fingerprint_every, 0, 1000000, "N",
                          "every N batches (batch 0 too) the ranks compare their calls before they issue them; 0: "
                          "never");
@@ -76,7 +76,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
                           "checks.\n" DIST_HOW_TO_RUN("ranks") " [--restarts R]; where the ranks went apart: "
                                                                "build/tools/flight-report DIR";
     args_parse(argc, argv, d->name, summary, specs, n);
-    dp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
+    ddp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
     o->fault.attempt = dist_launch_attempt(d);
     dist_fault_check(d, &o->fault, o->train.batches);
 }
@@ -86,8 +86,7 @@ static void state_from(fault_tolerance *ft, dist_env *d, const options *o)
 {
     memset(ft, 0, sizeof *ft);
     ft->dist = d;
-    ft->dp.dist = d;
-    ft->dp.overlap = 1;    // lesson 12's own variant: each bucket's all-reduce under the backward pass
+    ddp_init(&ft->dp, d);  // lesson 12's own variant: each bucket's all-reduce under the backward pass
     ft->fault = o->fault;  // 12's dp.fault: none
     ft->fingerprint_every = o->fingerprint_every;
 }
@@ -101,17 +100,12 @@ int main(int argc, char **argv)
     fault_tolerance ft;
     state_from(&ft, &d, &o);
 
-    train_options shard = o.train;  // this rank's trainer: one shard of every batch
-    shard.batch = o.train.batch / d.world;
-    shard.check_cpu = 0;
-    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &shard);  // rank 0 reports for every rank
-    shard.json = outs.json;
-    shard.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
-
-    dist_select_device(&d);
+    train_options shard;  // this rank's trainer: one shard of every batch
+    rank_outputs outs;
+    ddp_shard_of(&d, &o.train, &shard, &outs);
+    shard.check_cpu = 0;  // no CPU check: the harness makes it, and 14's loop runs without the harness
     trainer t;
-    trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
-    t.human = outs.human;
+    ddp_rank_open(&d, &t, &shard, &outs, DDP_LOSS_RING);  // lesson 12's: this rank's GPU, its trainer
     dist_connect(&d);
     ft.dp.grads = d.comm;  // the gradients' all-reduces on the parent communicator: every call recorded
     setup(&t, &ft, &o);

@@ -11,15 +11,15 @@
 // ----------------------------------------------------------------------------
 // lesson 12's step, recorded, with the faults
 
-// hooks.issue: lesson 12's issue_bucket (bucket b's all-reduce after its gradients), recorded as
+// hooks.issue: lesson 12's ddp_issue_bucket (bucket b's all-reduce after its gradients), recorded as
 // soon as it is queued; --fault kill strikes around it: every earlier call completed, this one held
 // back on its stream (dist_fault_hold), the others enter it and wait for this rank's part.
-static void issue_recorded(trainer *t, data_parallel *dp, long i, int b)
+static void issue_recorded(trainer *t, ddp_state *dp, long i, int b)
 {
     fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
     int kill = fault_now(ft, FAULT_KILL, i);
     if (kill) dist_fault_hold(dp->comm_stream);
-    issue_bucket(t, dp, i, b);  // lesson 12's
+    ddp_issue_bucket(t, dp, i, b);  // lesson 12's
     recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, i, b, dp->plan.floats[b], sizeof(float), -1, dp->comm_stream, "comm");
     if (kill)
         dist_fault_kill(ft->dist, "killed inside all-reduce #%lld at batch %ld as asked (--fault kill)",
@@ -28,7 +28,7 @@ static void issue_recorded(trainer *t, data_parallel *dp, long i, int b)
 
 // hooks.order: the buckets this rank issues at batch i, in order: 0, 1, ... (the order of the
 // backward pass), but for the faults: one skipped, or all reversed. Returns how many.
-static int bucket_order(const data_parallel *dp, long i, int *order)
+static int bucket_order(const ddp_state *dp, long i, int *order)
 {
     const fault_tolerance *ft = (const fault_tolerance *)dp->hooks.ctx;
     int n = 0;
@@ -46,7 +46,7 @@ static int bucket_order(const data_parallel *dp, long i, int *order)
 }
 
 // hooks.issued: the losses' all-reduce at the end of the run, recorded.
-static void note_losses(data_parallel *dp, long batch, size_t count, cudaStream_t stream)
+static void note_losses(ddp_state *dp, long batch, size_t count, cudaStream_t stream)
 {
     fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
     recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, batch, -1, count, sizeof(float), -1, stream, "comm");
@@ -56,7 +56,7 @@ void step_hooks(fault_tolerance *ft)
 {
     ddp_hooks *h = &ft->dp.hooks;
     h->issue = issue_recorded;
-    h->wait = wait_reduced;  // lesson 12's own
+    h->wait = ddp_wait_reduced;  // lesson 12's own
     h->order = bucket_order;
     h->issued = note_losses;
     h->ctx = ft;
@@ -189,26 +189,18 @@ static void fingerprint_check(fault_tolerance *ft, long i)
 
 int train_loop(trainer *t, fault_tolerance *ft)
 {
-    data_parallel *dp = &ft->dp;
+    ddp_state *dp = &ft->dp;
     long next_loss = 0;  // the first batch whose loss has not been taken yet
     for (long i = 0; i < t->opt.batches; i++) {
         if (fault_now(ft, FAULT_HANG, i))  // before its check: the others wait in the check's all-gather
             dist_hang(ft->dist, t->compute_stream, "hanging at batch %ld, its fingerprint check next (--fault hang)",
                       i);
         if (ft->fingerprint_every > 0 && i % ft->fingerprint_every == 0) fingerprint_check(ft, i);
-        int s = (int)(i % SLOTS);
-        float *h_batch = t->h_batch[s], *d_batch = t->d_batch[s];
-        if (i >= SLOTS && event_pending(dp->copied[s])) SLOT_WAIT(t, dist_event_wait(ft->dist, dp->copied[s]));
-        ddp_prepare_shard(t, dp, i, h_batch);
-        if (i >= SLOTS) CUDA_CHECK(cudaStreamWaitEvent(t->copy_stream, dp->stepped[s], 0));
-        test_delay(t, DELAY_COPY, t->copy_stream);
-        CUDA_CHECK(cudaMemcpyAsync(d_batch, h_batch, t->batch_bytes, cudaMemcpyHostToDevice, t->copy_stream));
-        CUDA_CHECK(cudaEventRecord(dp->copied[s], t->copy_stream));
-        CUDA_CHECK(cudaStreamWaitEvent(t->compute_stream, dp->copied[s], 0));
-        ddp_step(t, dp, i, d_batch);  // lesson 12's step, its hooks above
-        CUDA_CHECK(cudaEventRecord(dp->stepped[s], t->compute_stream));
+        float *d_batch = ddp_copy_batch(t, dp, i, 0);  // lesson 12's: the host slot, the copy, their waits
+        ddp_step(t, dp, i, d_batch);                   // lesson 12's step, its hooks above
+        CUDA_CHECK(cudaEventRecord(dp->stepped[i % DDP_SLOTS], t->compute_stream));
         loss_ring_queue(&dp->losses, t, i, t->compute_stream);
-        loss_ring_interval(&dp->losses, t, i, SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
+        loss_ring_interval(&dp->losses, t, i, DDP_SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
     }
     ddp_average_losses(t, dp);  // its all-reduce recorded (note_losses)
     return 0;

@@ -14,13 +14,13 @@
 
 #include "graph_dp.h"  // the lesson's types, and through it lesson 12's and the course's
 
-static int show_host_wait(trainer *t, data_parallel *dp)
+static int show_host_wait(trainer *t, ddp_state *dp)
 {
     cudaStream_t s = t->compute_stream;
     CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
     trainer_forward(t, t->d_batch[0], s);
     CUDA_CHECK(cudaEventRecord(dp->stepped[0], s));
-    cudaError_t waited = cudaEventQuery(dp->stepped[0]);  // what wait_polled asks, until it is done
+    cudaError_t waited = cudaEventQuery(dp->stepped[0]);  // what dist_event_wait asks, until it is done
     cudaGraph_t graph = NULL;
     cudaError_t ended = cudaStreamEndCapture(s, &graph);
     if (graph) CUDA_CHECK(cudaGraphDestroy(graph));
@@ -38,7 +38,7 @@ static int show_host_wait(trainer *t, data_parallel *dp)
     return 1;
 }
 
-static int show_new_comm(trainer *t, data_parallel *dp)
+static int show_new_comm(trainer *t, ddp_state *dp)
 {
     dist_env *d = dp->dist;
     cudaStream_t s = t->compute_stream;
@@ -68,7 +68,7 @@ static int show_new_comm(trainer *t, data_parallel *dp)
     return 1;
 }
 
-static int show_one_rank(trainer *t, data_parallel *dp)
+static int show_one_rank(trainer *t, ddp_state *dp)
 {
     dist_env *d = dp->dist;
     cudaStream_t s = t->compute_stream;
@@ -91,7 +91,7 @@ static int show_one_rank(trainer *t, data_parallel *dp)
         NCCL_CHECK(d, ncclAllReduce(dp->d_losses, dp->d_losses, 1, ncclFloat, ncclSum, d->comm, s));
     }
     CUDA_CHECK(cudaEventRecord(dp->stepped[0], s));
-    CUDA_CHECK(wait_polled(d, dp->stepped[0]));  // stop.cu: ends at --timeout-s, or at rank 0's note
+    CUDA_CHECK(dist_event_wait(d, dp->stepped[0]));  // common/dist: ends at --timeout-s, or at rank 0's note
     stderr_line("%s: --break-rule one-rank: the graph's all-reduce completed, which it must not", t->prog);
     if (exec) CUDA_CHECK(cudaGraphExecDestroy(exec));
     if (graph) CUDA_CHECK(cudaGraphDestroy(graph));

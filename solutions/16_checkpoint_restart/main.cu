@@ -31,8 +31,8 @@ static const char *PROG = "16_checkpoint_restart";
 // after the resume point (checkpoints_setup).
 static void setup(trainer *t, checkpoint_restart *cr, const options *o)
 {
-    data_parallel *dp = &cr->dp;
-    plan_buckets(&t->model.shape, dp_bucket_bytes(&o->dp), &dp->plan);  // lesson 12's
+    ddp_state *dp = &cr->dp;
+    ddp_plan_buckets(&t->model.shape, ddp_bucket_bytes(&o->dp), &dp->plan);  // lesson 12's
     step_hooks(cr);                      // train.cu: lesson 12's hooks, with the snapshot and the faults
     ddp_setup(t, dp, dist_polled_wait);  // the plan checked; streams, buffers, events; the waits polled
     CUDA_CHECK(cudaDeviceSynchronize());
@@ -73,12 +73,12 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
     train_options_default(&o->train);
-    o->train.batch = SHARD * d->world;
-    dp_options_default(&o->dp);
+    o->train.batch = DDP_SHARD * d->world;
+    ddp_options_default(&o->dp);
     arg_spec specs[40];
     int n = train_option_specs(&o->train, specs);
-    dp_step_option_specs(&o->dp, specs, &n);  // --bucket-mib, --rendezvous (the writers' words too), --timeout-s
-    ckpt_option_specs(&o->ckpt, specs, &n);   // --checkpoint-dir, -every, -mode, -busy, --write-delay-ms
+    ddp_step_option_specs(&o->dp, specs, &n);  // --bucket-mib, --rendezvous (the writers' words too), --timeout-s
+    ckpt_option_specs(&o->ckpt, specs, &n);    // --checkpoint-dir, -every, -mode, -busy, --write-delay-ms
     dist_fault_options(&o->fault, "none|kill|torn|disk-full|kill-writing",  // fault_kind's words
                        "inject a fault, in a launch's first attempt only: SIGKILL with an all-reduce issued, die "
                        "half way through a checkpoint (torn, disk-full, kill-writing: the checkpoint after "
@@ -89,7 +89,7 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
         *summary = "Train an MLP on every GPU as lesson 12 does, with checkpoints and restarts.\n" DIST_HOW_TO_RUN(
             "ranks") " [--restarts R]; which checkpoints are whole: build/tools/checkpoint-report DIR";
     args_parse(argc, argv, d->name, summary, specs, n);
-    dp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
+    ddp_options_check(d, &o->dp, &o->train);  // lesson 12's: the bootstrap configured, the batch divisible
     ckpt_options_check(d->name, &o->ckpt, d->world);
     o->fault.attempt = dist_launch_attempt(d);
     check_faults(d, o);
@@ -100,8 +100,7 @@ static void state_from(checkpoint_restart *cr, dist_env *d, const options *o)
 {
     memset(cr, 0, sizeof *cr);
     cr->dist = d;
-    cr->dp.dist = d;
-    cr->dp.overlap = 1;    // lesson 12's own variant: each bucket's all-reduce under the backward pass
+    ddp_init(&cr->dp, d);  // lesson 12's own variant: each bucket's all-reduce under the backward pass
     cr->fault = o->fault;  // 12's dp.fault: none
     checkpointing *c = &cr->ckpt;
     c->root = o->ckpt.root;
@@ -122,23 +121,19 @@ int main(int argc, char **argv)
     checkpoint_restart cr;
     state_from(&cr, &d, &o);
 
-    train_options shard = o.train;  // this rank's trainer: one shard of every batch
-    shard.batch = o.train.batch / d.world;
-    shard.check_cpu = 0;
-    rank_outputs outs = harness_rank_outputs(d.name, d.rank, d.world, &shard);  // rank 0 reports for every rank
-    shard.json = outs.json;
-    shard.trace_path = outs.trace_path[0] ? outs.trace_path : NULL;
+    train_options shard;  // this rank's trainer: one shard of every batch
+    rank_outputs outs;
+    ddp_shard_of(&d, &o.train, &shard, &outs);
+    shard.check_cpu = 0;  // no CPU check: the harness makes it, and 16's loop runs without the harness
     mlp_shape shape;
     mlp_shape_init(&shape, o.train.in_dim, o.train.hidden, o.train.hidden_layers, o.train.out_dim, shard.batch);
     const train_options *w = &o.train;  // the whole batch's
     ckpt_run_init(&cr.ckpt.run, d.world, shape.dims, shape.layers, (long long)shape.nparams, w->seed, w->batch,
-                  shard.batch, w->lr, w->prep_work, (long long)dp_bucket_bytes(&o.dp));
+                  shard.batch, w->lr, w->prep_work, (long long)ddp_bucket_bytes(&o.dp));
     find_checkpoints(&cr, w->batches);  // another run's: one line, exit code 2, no GPU touched
 
-    dist_select_device(&d);
     trainer t;
-    trainer_init(&t, d.name, &shard, SLOTS, SLOTS, LOSS_RING);
-    t.human = outs.human;
+    ddp_rank_open(&d, &t, &shard, &outs, DDP_LOSS_RING);  // lesson 12's: this rank's GPU, its trainer
     dist_connect(&d);
     cr.dp.grads = d.comm;  // the gradients' all-reduces on the parent communicator, as lesson 14's
     setup(&t, &cr, &o);
