@@ -344,7 +344,7 @@ EOF
         launch16 2 a -- $S16 --checkpoint-dir "$BATS_TEST_TMPDIR/ck" --checkpoint-every 5 --checkpoint-mode $mode
         [ "$status" -eq 0 ] || fail "$mode: exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/a.txt")"
         f=$BATS_TEST_TMPDIR/a.json
-        assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+        assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" ranks_verified) $(json_get "$f" losses_once)" "true true true"
         # after batches 4, 9, 14, 19, 24
         assert_equal "$(json_get "$f" checkpoint_mode) $(json_get "$f" checkpoints_due) $(json_get "$f" checkpoints_written)" \
             "$mode 5 5"
@@ -372,7 +372,7 @@ EOF
     assert_success
     f=$BATS_TEST_TMPDIR/b.json
     assert_equal "$(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "24 25"
-    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" ranks_verified) $(json_get "$f" losses_once)" "true true true"
     assert_same_bits a b
     # and without checkpoints at all: the same bits again
     launch16 2 c -- $S16
@@ -431,7 +431,7 @@ EOF
     [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 5 "$BATS_TEST_TMPDIR/b.txt")"
     f=$BATS_TEST_TMPDIR/b.json
     assert_equal "$(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "19 20"
-    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" ranks_verified) $(json_get "$f" losses_once)" "true true true"
     assert_same_bits clean b
     grep -q "^$P rank 0: every rank resumes from the checkpoint of batch 19, the newest they all hold complete (the newest each holds: rank 0: batch 24, rank 1: batch 19)" \
         "$BATS_TEST_TMPDIR/b.txt" || fail "$(cat "$BATS_TEST_TMPDIR/b.txt")"
@@ -471,7 +471,7 @@ EOF
         calls=63
         [ $mode = blocking ] && calls=66
         assert_equal "$(json_get "$f" nccl_calls) $(json_get "$f" checkpoints_written)" "$calls 3"
-        assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+        assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" ranks_verified) $(json_get "$f" losses_once)" "true true true"
         assert_same_bits clean r
     done
 }
@@ -562,7 +562,7 @@ EOF
     [ "$status" -eq 0 ] || fail "exit code $status: $(tail -n 8 "$BATS_TEST_TMPDIR/r.txt")"
     f=$BATS_TEST_TMPDIR/r.json
     assert_equal "$(json_get "$f" attempt) $(json_get "$f" resumed_from) $(json_get "$f" start_batch)" "1 9 10"
-    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" losses_once)" "true true"
+    assert_equal "$(json_get "$f" ranks_identical) $(json_get "$f" ranks_verified) $(json_get "$f" losses_once)" "true true true"
     assert_same_bits clean r
 }
 

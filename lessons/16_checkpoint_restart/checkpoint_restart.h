@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint_restart.h, made by `make lessons` (checksum 1431783889)
+// STUDENT VERSION of solutions/16_checkpoint_restart/checkpoint_restart.h, made by `make lessons` (checksum 3156519165)
 // No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, resume.cu, snapshot.cu.
 // checkpoint_restart.h: lesson 16's types, and what its files call in one another (the overview
 // is in main.cu). train.cu: lesson 12's loop from the resume point, its checkpoints, and the faults
@@ -25,12 +25,12 @@
                                    //          ckpt_sync_folder, ckpt_image_header, ckpt_word, ckpt_word_say,
                                    //          ckpt_word_read, ckpt_words_clear, ckpt_held, ckpt_agree, CKPT_HELD
 #include "common/dist/dist.h"      // defines: dist_env, dist_init, dist_connect, dist_event_wait,
-                                   //          dist_fail, dist_finish, dist_describe, DIST_HOW_TO_RUN,
+                                   //          dist_fail, dist_describe, DIST_HOW_TO_RUN,
                                    //          dist_describe_json, dist_fault_check, dist_fault_options, dist_fault_now,
                                    //          dist_fault_hold, dist_fault_kill, dist_launch_attempt, dist_allgather,
                                    //          dist_polled_wait, dist_waiting_start, dist_waiting_watch
 #include "common/train/harness.h"  // defines: harness_finish, rank_outputs
-#include "common/base/json.h"      // defines: json_int, json_str, json_bool, json_hex
+#include "common/base/json.h"      // defines: json_int, json_bool, json_hex
 #include "common/gpu/memory.h"     // defines: pinned_alloc, pinned_free, host_calloc, pinned_copy_gbs
 #include "common/base/timing.h"    // defines: host_now_ms, event_ms, host_sleep_ms
 #include "common/train/trainer.h"  // defines: trainer, train_options, trainer_take_loss, test_delay,
@@ -45,15 +45,15 @@
 #include "common/base/stderr_line.h"       // defines: stderr_line
 
 // lesson 12's library (its solution, linked: the Makefile's STANDS_ON), its one face: its step
-// (ddp_setup, ddp_step, ddp_average_losses, ddp_teardown), its loop's copy (ddp_copy_batch), its
+// (ddp_setup, ddp_step, ddp_average_losses), its loop's copy (ddp_copy_batch), its
 // options, a rank's bring-up, its checksums, lesson 08's loss ring (loss_ring_queue,
 // loss_ring_interval), and its exercises: the bucket plan, each bucket's all-reduce issued after
 // its gradients, the wait for it before the update
 #include "12_data_parallel_overlap/ddp.h"  // defines: ddp_plan_buckets, ddp_issue_bucket, ddp_wait_reduced,
                                            //          ddp_options, ddp_options_default, ddp_step_option_specs,
                                            //          ddp_options_check, ddp_bucket_bytes, ddp_init, ddp_shard_of,
-                                           //          ddp_rank_open, ddp_copy_batch, DDP_SHARD, DDP_LOSS_RING,
-                                           //          DDP_SYNC_INTERVAL, ddp_checksums_of, ddp_checksums_agree
+//          ddp_rank_open, ddp_rank_close, ddp_copy_batch, DDP_SHARD, DDP_LOSS_RING,
+//          DDP_SYNC_INTERVAL, ddp_checksums_of, ddp_ranks_agree
 
 #define AUTO_FIRST 10        // --checkpoint-every auto: the first checkpoint after this many batches
 #define AUTO_SPARE 1.5       // ... and the interval at least this many times the write's time
@@ -174,7 +174,7 @@ int checkpoint_due(trainer *t, checkpoint_restart *cr, long i);  // a checkpoint
 // train.cu
 void step_hooks(checkpoint_restart *cr);  // lesson 12's step calls back into this lesson: the snapshot, the faults
 void gather(checkpoint_restart *cr, const void *mine, void *all, size_t bytes);  // every rank's, counted
-int train_loop(trainer *t, checkpoint_restart *cr);
+double train_loop(trainer *t, checkpoint_restart *cr);                           // the run: its time, in ms
 
 // checkpoint.cu
 int write_atomically(checkpoint_restart *cr, const char *path, unsigned char *data, size_t size, uint64_t *sum,

@@ -13,7 +13,7 @@
 #include "common/base/args.h"        // defines: arg_spec, arg_int, args_parse
 #include "common/base/check.h"       // defines: CUDA_CHECK
 #include "common/dist/dist.h"        // defines: dist_env, dist_init, dist_connect, dist_event_wait, dist_polled_wait,
-                                     //          NCCL_CHECK, dist_fail, dist_finish, dist_describe, DIST_HOW_TO_RUN,
+                                     //          NCCL_CHECK, dist_fail, dist_describe, DIST_HOW_TO_RUN,
                                      //          dist_describe_json, dist_fault_check,
                                      //          dist_fault_options, dist_fault_now, dist_fault_hold, dist_fault_kill,
                                      //          dist_launch_attempt, dist_hang, dist_gather_begin, dist_gather_end
@@ -29,16 +29,16 @@
 #include "common/base/stderr_line.h"  // defines: stderr_line
 
 // lesson 12's library (its solution, linked: the Makefile's STANDS_ON), its one face: its step
-// (ddp_setup, ddp_step, ddp_average_losses, ddp_teardown, ddp_prepare_shard), its loop's copy
+// (ddp_setup, ddp_step, ddp_average_losses, ddp_prepare_shard), its loop's copy
 // (ddp_copy_batch), its options, a rank's bring-up, its checksums, lesson 08's loss ring
 // (loss_ring_queue, loss_ring_interval), and its exercises: the bucket plan, each bucket's
 // all-reduce issued after its gradients, the wait for it before the update
 #include "12_data_parallel_overlap/ddp.h"  // defines: ddp_plan_buckets, ddp_issue_bucket, ddp_wait_reduced,
                                            //          ddp_options, ddp_options_default, ddp_step_option_specs,
                                            //          ddp_options_check, ddp_bucket_bytes, ddp_init, ddp_shard_of,
-                                           //          ddp_rank_open, ddp_copy_batch, DDP_SLOTS, DDP_SHARD,
-                                           //          DDP_LOSS_RING, DDP_SYNC_INTERVAL, DDP_MAX_BUCKETS,
-                                           //          ddp_checksums_of, ddp_checksums_agree
+    //          ddp_rank_open, ddp_rank_close, ddp_copy_batch, DDP_SLOTS, DDP_SHARD,
+    //          DDP_LOSS_RING, DDP_SYNC_INTERVAL, DDP_MAX_BUCKETS,
+    //          ddp_checksums_of, ddp_checksums_agree
 
 #define RING_SLOTS 256        // the flight recorder keeps this many calls, by default
 #define FINGERPRINT_EVERY 10  // batches between two fingerprint checks, by default (a check before batch 0 too)

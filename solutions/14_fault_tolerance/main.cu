@@ -47,7 +47,7 @@ static void teardown(fault_tolerance *ft)
     ft->dist->on_stop = NULL;
     recorder_destroy(&ft->rec);
     fingerprint_teardown(ft);
-    ddp_teardown(&ft->dp);
+    ddp_rank_close(&ft->dp);  // lesson 12's: the step's state freed, every communicator finalized (dist_finish)
 }
 
 // The options: the trainer's, the bucket size, the rendezvous, and lesson 14's own (fingerprints,
@@ -120,6 +120,5 @@ int main(int argc, char **argv)
     int ok = report(&t, &ft, host_now_ms() - t0, outs.report);  // report.cu
     recorder_write(&ft.rec, ok ? "- (the run ended)" : "the run ended, its checks FAILED");
     teardown(&ft);
-    dist_finish(&d);
     return harness_finish(&t, ok);
 }

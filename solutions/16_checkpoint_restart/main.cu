@@ -95,8 +95,9 @@ static void parse_options(dist_env *d, int argc, char **argv, options *o)
     check_faults(d, o);
 }
 
-// The state of one rank, before its GPU is touched: what the options make of it.
-static void state_from(checkpoint_restart *cr, dist_env *d, const options *o)
+// One rank: its state, what makes its run this run, the checkpoints it may resume from (another
+// run's: one line, exit code 2, no GPU touched), then its GPU and its trainer (lesson 12's).
+static void open_rank(checkpoint_restart *cr, dist_env *d, const options *o, trainer *t, rank_outputs *outs)
 {
     memset(cr, 0, sizeof *cr);
     cr->dist = d;
@@ -110,30 +111,28 @@ static void state_from(checkpoint_restart *cr, dist_env *d, const options *o)
     c->busy_rule = o->ckpt.busy;
     c->write_delay_ms = o->ckpt.write_delay_ms;
     c->resume_from = -1;
+    train_options shard;  // this rank's trainer: one shard of every batch
+    ddp_shard_of(d, &o->train, &shard, outs);
+    shard.check_cpu = 0;  // no CPU check: the harness makes it, and 16's loop runs without the harness
+    mlp_shape s;
+    const train_options *w = &o->train;  // the whole batch's
+    mlp_shape_init(&s, w->in_dim, w->hidden, w->hidden_layers, w->out_dim, shard.batch);
+    ckpt_run_init(&c->run, d->world, s.dims, s.layers, (long long)s.nparams, w->seed, w->batch, shard.batch, w->lr,
+                  w->prep_work, (long long)ddp_bucket_bytes(&o->dp));
+    find_checkpoints(cr, w->batches);  // resume.cu
+    ddp_rank_open(d, t, &shard, outs, DDP_LOSS_RING);
 }
 
 int main(int argc, char **argv)
 {
+    checkpoint_restart cr;  // this rank's state (checkpoint_restart.h), its trainer, where it reports
+    trainer t;
+    rank_outputs outs;
     dist_env d;
     dist_init(&d, PROG);  // who this process is: the launcher's environment, no GPU yet
     options o;
     parse_options(&d, argc, argv, &o);
-    checkpoint_restart cr;
-    state_from(&cr, &d, &o);
-
-    train_options shard;  // this rank's trainer: one shard of every batch
-    rank_outputs outs;
-    ddp_shard_of(&d, &o.train, &shard, &outs);
-    shard.check_cpu = 0;  // no CPU check: the harness makes it, and 16's loop runs without the harness
-    mlp_shape shape;
-    mlp_shape_init(&shape, o.train.in_dim, o.train.hidden, o.train.hidden_layers, o.train.out_dim, shard.batch);
-    const train_options *w = &o.train;  // the whole batch's
-    ckpt_run_init(&cr.ckpt.run, d.world, shape.dims, shape.layers, (long long)shape.nparams, w->seed, w->batch,
-                  shard.batch, w->lr, w->prep_work, (long long)ddp_bucket_bytes(&o.dp));
-    find_checkpoints(&cr, w->batches);  // another run's: one line, exit code 2, no GPU touched
-
-    trainer t;
-    ddp_rank_open(&d, &t, &shard, &outs, DDP_LOSS_RING);  // lesson 12's: this rank's GPU, its trainer
+    open_rank(&cr, &d, &o, &t, &outs);
     dist_connect(&d);
     cr.dp.grads = d.comm;  // the gradients' all-reduces on the parent communicator, as lesson 14's
     setup(&t, &cr, &o);
@@ -141,16 +140,9 @@ int main(int argc, char **argv)
     cr.ckpt.start = agreed >= 0 ? restore(&t, &cr, agreed) : 0;
     checkpoints_setup(&t, &cr);  // snapshot.cu: the image, the snapshot's stream, the writer thread
 
-    double t0 = host_now_ms();
-    trace_range run = trace_begin(TL_RANGE_PHASE, "run", -1);
-    t.delays_on = 1;  // the test delays (--delay-us) act in the run, not in the setup's measurement
-    train_loop(&t, &cr);
-    CUDA_CHECK(dist_event_wait(&d, cr.dp.losses_averaged));
-    t.delays_on = 0;
-    trace_end(&run);
-    int ok = report(&t, &cr, host_now_ms() - t0, outs.report);  // report.cu
+    double loop_ms = train_loop(&t, &cr);            // train.cu: the run, timed and traced, the test delays in it
+    int ok = report(&t, &cr, loop_ms, outs.report);  // report.cu
     checkpoints_teardown(&t, &cr);
-    ddp_teardown(&cr.dp);
-    dist_finish(&d);
+    ddp_rank_close(&cr.dp);  // lesson 12's: the step's state freed, every communicator finalized (dist_finish)
     return harness_finish(&t, ok);
 }

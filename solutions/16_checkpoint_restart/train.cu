@@ -68,13 +68,16 @@ void gather(checkpoint_restart *cr, const void *mine, void *all, size_t bytes)
 }
 
 // ----------------------------------------------------------------------------
-// the training loop (lesson 12's), from the resume point, with its checkpoints
+// the training loop (lesson 12's), from the resume point, with its checkpoints: its time (ms)
 
-int train_loop(trainer *t, checkpoint_restart *cr)
+double train_loop(trainer *t, checkpoint_restart *cr)
 {
     checkpointing *c = &cr->ckpt;
     ddp_state *dp = &cr->dp;
     long next_loss = c->start;  // the losses before the resume point came with the checkpoint
+    double t0 = host_now_ms();
+    trace_range run = trace_begin(TL_RANGE_PHASE, "run", -1);
+    t->delays_on = 1;  // the test delays (--delay-us) act in the run, not in the setup's measurement
     c->steady_t0_ms = host_now_ms(), c->steady_from = c->start;  // --checkpoint-every auto moves them on
     for (long i = c->start; i < t->opt.batches; i++) {
         writer_check(cr);  // a checkpoint writer that failed stops the run here, saying why
@@ -94,5 +97,8 @@ int train_loop(trainer *t, checkpoint_restart *cr)
     }
     ddp_average_losses(t, dp);  // its all-reduce counted (count_losses)
     checkpoints_drain(t, cr);   // the last checkpoint written before the run ends
-    return 0;
+    CUDA_CHECK(dist_event_wait(cr->dist, dp->losses_averaged));
+    t->delays_on = 0;
+    trace_end(&run);
+    return host_now_ms() - t0;
 }
