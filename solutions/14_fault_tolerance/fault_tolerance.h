@@ -36,9 +36,9 @@
 #include "12_data_parallel_overlap/ddp.h"  // defines: ddp_plan_buckets, ddp_issue_bucket, ddp_wait_reduced,
                                            //          ddp_options, ddp_options_default, ddp_step_option_specs,
                                            //          ddp_options_check, ddp_bucket_bytes, ddp_init, ddp_shard_of,
-    //          ddp_rank_open, ddp_rank_close, ddp_copy_batch, DDP_SLOTS, DDP_SHARD,
-    //          DDP_LOSS_RING, DDP_SYNC_INTERVAL, DDP_MAX_BUCKETS,
-    //          ddp_checksums_of, ddp_checksums_agree
+                                           //          ddp_rank_open, ddp_rank_close, ddp_copy_batch, DDP_SLOTS,
+                                           //          DDP_SHARD, DDP_LOSS_RING, DDP_SYNC_INTERVAL,
+                                           //          DDP_MAX_BUCKETS, ddp_checksums_of, ddp_checksums_agree
 
 #define RING_SLOTS 256        // the flight recorder keeps this many calls, by default
 #define FINGERPRINT_EVERY 10  // batches between two fingerprint checks, by default (a check before batch 0 too)

@@ -43,15 +43,16 @@
 #include "common/base/stderr_line.h"       // defines: stderr_line
 
 // lesson 12's library (its solution, linked: the Makefile's STANDS_ON), its one face: its step
-// (ddp_setup, ddp_step, ddp_average_losses), its loop's copy (ddp_copy_batch), its
-// options, a rank's bring-up, its checksums, lesson 08's loss ring (loss_ring_queue,
-// loss_ring_interval), and its exercises: the bucket plan, each bucket's all-reduce issued after
-// its gradients, the wait for it before the update
+// (ddp_setup, ddp_step, ddp_average_losses), its loop's copy (ddp_copy_batch), its options, a rank's
+// bring-up and end, its check across ranks, lesson 08's loss ring (loss_ring_queue,
+// loss_ring_interval), and its exercises: the bucket plan, each bucket's all-reduce issued after its
+// gradients, the wait for it before the update
 #include "12_data_parallel_overlap/ddp.h"  // defines: ddp_plan_buckets, ddp_issue_bucket, ddp_wait_reduced,
                                            //          ddp_options, ddp_options_default, ddp_step_option_specs,
                                            //          ddp_options_check, ddp_bucket_bytes, ddp_init, ddp_shard_of,
-//          ddp_rank_open, ddp_rank_close, ddp_copy_batch, DDP_SHARD, DDP_LOSS_RING,
-//          DDP_SYNC_INTERVAL, ddp_checksums_of, ddp_ranks_agree
+                                           //          ddp_rank_open, ddp_rank_close, ddp_copy_batch, DDP_SHARD,
+                                           //          DDP_LOSS_RING, DDP_SYNC_INTERVAL, ddp_checksums_of,
+                                           //          ddp_ranks_agree
 
 #define AUTO_FIRST 10        // --checkpoint-every auto: the first checkpoint after this many batches
 #define AUTO_SPARE 1.5       // ... and the interval at least this many times the write's time
