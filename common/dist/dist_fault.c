@@ -8,7 +8,7 @@
 
 #include "common/base/args.h"         // defines: arg_int, arg_choice, usage_error
 #include "common/base/check.h"        // defines: CUDA_CHECK
-#include "common/base/stderr_line.h"  // defines: stderr_line
+#include "common/base/stderr_line.h"  // defines: stderr_vline
 #include "common/dist/dist.h"
 
 void dist_fault_options(dist_fault *f, const char *words, const char *help, arg_spec *specs, int *n)
@@ -75,12 +75,12 @@ void dist_fault_hold(cudaStream_t stream)
 
 void dist_fault_kill(const dist_env *d, const char *fmt, ...)
 {
-    char message[512];
+    char line[640];
+    snprintf(line, sizeof line, "%s: %s", d->name, fmt);  // the rank's name, then what it says (a name has no %)
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
+    stderr_vline(line, ap);
     va_end(ap);
-    stderr_line("%s: %s", d->name, message);
     raise(SIGKILL);
     for (;;) pause();  // SIGKILL is never late, but the compiler does not know it
 }
