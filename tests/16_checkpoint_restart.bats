@@ -114,11 +114,7 @@ snapshot_holds() {
 
 @test "16 refuses a fault that cannot happen, with one line" {
     need_nccl
-    check() {
-        run --separate-stderr env "$@"
-        [ "$status" -eq 2 ] || fail "$*: exit code $status, expected 2: $stderr"
-        one_line
-    }
+    check() { check_refused "$@"; }  # helpers.bash: exit code 2, one line
     check X=1 "$BIN/$P" $S16 --fault kill
     check X=1 "$BIN/$P" $S16 --fault kill --fault-rank 0 --fault-at-batch 30
     [[ "$stderr" == *"--fault-at-batch 30"* ]] || fail "got: $stderr"
@@ -152,9 +148,7 @@ snapshot_holds() {
     # the fixture: ranks 2, shape 4,8,2 (--in 4 --hidden 8 --layers 1 --out 2), seed 1
     tiny="--in 4 --hidden 8 --layers 1 --out 2 --batch 64 --batches 40 --checkpoint-dir $CK"
     check() {
-        run --separate-stderr env CUDA_VISIBLE_DEVICES= RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" "$@"
-        [ "$status" -eq 2 ] || fail "$*: exit code $status, expected 2: $stderr"
-        one_line
+        check_refused CUDA_VISIBLE_DEVICES= RENDEZVOUS_DIR="$BATS_TEST_TMPDIR" "$@"
         [[ "$stderr" == *"a checkpoint of another run"* ]] || fail "got: $stderr"
     }
     # shellcheck disable=SC2086
