@@ -151,7 +151,9 @@ sanitizer_args() {
     06_per_batch_sync | 07_event_sync) echo "$TINY" ;;
     08_interval_sync | 09_four_stream_pipeline | 11_cuda_graph_step) echo "$TINY --sync-interval 5" ;;
     10_async_loader_pipeline) echo "$TINY --workers 2 --prefetch 3 --sync-interval 5" ;;
-    12_data_parallel_overlap | 14_fault_tolerance | 15_graph_data_parallel) echo "$TINY --bucket-mib 0.01 --timeout-s 280" ;;
+    12_data_parallel_overlap | 14_fault_tolerance | 15_graph_data_parallel | 16_checkpoint_restart)
+        echo "$TINY --bucket-mib 0.01 --timeout-s 280"
+        ;;
     13_pipeline_parallel) echo "$TINY --micro-batches 2 --timeout-s 280" ;;
     *) return 1 ;;
     esac
