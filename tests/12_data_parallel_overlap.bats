@@ -103,7 +103,7 @@ unprefixed() {
     } | grep -v '^DDP_H$' | sed "s|^|$face: |"
 } 2>/dev/null
 
-@test "12's library has one face: every name it exports begins with ddp_ (DDP_), its face declaring them all" {
+@test "12 the library has one face: every name it exports begins with ddp_ (DDP_), its face declaring them all" {
     src=$ROOT/solutions/$P
     [ -d "$src" ] || skip "12's library sources (a handout's comes compiled, lib/): not in a student's copy"
     run unprefixed "$src"
