@@ -85,7 +85,7 @@ snapshot_host() {
         # shellcheck disable=SC2086
         (cd "$ROOT" && gcc -std=gnu11 -g -O1 -Wall -Wextra -Werror -fsanitize=thread $flags tests/snapshot-host.c \
             "$bin.snapshot.o" "$bin.writer.o" "$bin.checkpoint.o" "$bin.interval.o" common/recovery/ckpt.c \
-            common/recovery/ckpt_sum.c \
+            common/recovery/ckpt_sum.c common/recovery/ckpt_text.c \
             common/recovery/ckpt_run.c common/recovery/ckpt_folders.c common/base/own_file.c \
             common/base/regular_file.c common/base/stderr_line.c -lpthread -lm \
             -Wl,--wrap=fclose,--wrap=fsync,--wrap=mkdir,--wrap=rmdir,--wrap=open -o "$bin") ||
