@@ -107,6 +107,7 @@ STANDS_ON.11_cuda_graph_step := 08_interval_sync
 STANDS_ON.12_data_parallel_overlap := 08_interval_sync
 STANDS_ON.14_fault_tolerance := 12_data_parallel_overlap 08_interval_sync
 STANDS_ON.15_graph_data_parallel := 12_data_parallel_overlap 08_interval_sync
+STANDS_ON.16_checkpoint_restart := 12_data_parallel_overlap 08_interval_sync
 LIB_HOME := $(if $(HANDOUT_TREE),lib,solutions)
 lib_archive = $(if $(HANDOUT_TREE),lib/$(1).a,$(BUILD)/lib/$(1).a)
 lib_archives = $(foreach l,$(STANDS_ON.$(1)),$(call lib_archive,$(l)))
@@ -127,7 +128,7 @@ LESSON_BINS := $(addprefix $(BUILD)/lessons/,$(LESSON_DIRS))
 TOOLS := $(patsubst tools/%.c,$(BUILD)/tools/%,$(wildcard tools/*.c))
 NCCL_TOOLS := $(patsubst tools/%.cu,$(BUILD)/tools/%,$(wildcard tools/*.cu))
 
-# NCCL, for the lessons that train on several GPUs (12, 13, 14): nccl.h and libnccl under
+# NCCL, for the lessons that train on several GPUs (12 to 16): nccl.h and libnccl under
 # NCCL_HOME when it is set (e.g. the nvidia-nccl-cu13 wheel's nvidia/nccl folder), else
 # in the CUDA toolkit, else in the system's folders (NVIDIA's libnccl2 and libnccl-dev
 # packages). Where it is missing those lessons are not built, `make` says so on its
@@ -330,7 +331,7 @@ dev-check:
 
 # Needs a GPU: everything that compiles first, then every check a GPU proves, the mutants' and
 # the handouts' with the suite's, over every GPU (tools/gpu-check); its results in BUILD/gpu-check,
-# or GPU_CHECK_OUT=DIR. LESSONS=12-15: those lessons alone; RESUME=1 continues a run cut short.
+# or GPU_CHECK_OUT=DIR. LESSONS=12-16: those lessons alone; RESUME=1 continues a run cut short.
 .PHONY: gpu-check
 gpu-check: build-all
 	@$(AS_A_USER) tools/gpu-check --build $(BUILD) $(if $(GPU_CHECK_OUT),--out $(GPU_CHECK_OUT)) \
@@ -366,7 +367,7 @@ fixed-arch:
 # One file compiled as the course compiles it, alone, for the claims' mutants (tools/dev-check
 # build-claims, tests/claims.bats): `make compile-one SRC=FILE OUT=OBJ ARCH=90` (.c with gcc and
 # NCCL's headers, .cu with nvcc). `make -s host-includes`: the include flags a host-only build of
-# a lesson's .cu needs (tests/14's build of recorder.cu under ASan).
+# a lesson's .cu needs (tests/14's build of recorder.cu under ASan, tests/16's of its writer under TSan).
 .PHONY: compile-one host-includes
 compile-one:
 	@test -n "$(SRC)" -a -n "$(OUT)" || { echo "make compile-one: give SRC=FILE and OUT=OBJECT" >&2; exit 2; }

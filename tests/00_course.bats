@@ -333,12 +333,12 @@ EXERCISE_KEY_CALLS='
 13-slot-return        cudaEventRecord\(slot->freed
 14-ring               cudaEventRecord\(r->done\[slot
 14-events             cudaEventQuery\(r->done
-14-atomic             fsync\(fileno
-14-resume             cudaMemcpy\(t->model.d_params
-14-snapshot           cudaStreamWaitEvent\(t->compute_stream, s->copied
 15-capture            cudaStreamBeginCapture\(compute
 15-loss-event         cudaEventRecordWithFlags\(dp->losses.ready
 15-replay             cudaGraphLaunch\(g->exec\[i
+16-atomic             fsync\(fileno
+16-resume             cudaMemcpy\(t->model.d_params
+16-snapshot           cudaStreamWaitEvent\(t->compute_stream, s->copied
 '
 
 @test "course: no exercise's answer in lessons/: its key call stands in the solution, not in the student's files" {
@@ -630,7 +630,7 @@ rank_stderr_writes() {
         "$d/b.c:2:void g(void) { perror(\"open\"); }")"
 }
 
-@test "course: what a rank runs writes stderr through stderr_line alone (common/, lessons 08 and 12-15, sm-share)" {
+@test "course: what a rank runs writes stderr through stderr_line alone (common/, lessons 08 and 12-16, sm-share)" {
     files=()
     for f in "$ROOT"/common/*/*.[ch] "$ROOT"/common/*/*.cu "$ROOT"/solutions/08_*/* "$ROOT"/solutions/1[2-9]_*/* \
         "$ROOT"/tools/sm-share.cu; do

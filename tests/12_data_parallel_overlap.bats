@@ -105,7 +105,7 @@ unprefixed() {
 
 @test "12's library has one face: every name it exports begins with ddp_ (DDP_), its face declaring them all" {
     src=$ROOT/solutions/$P
-    [ -d "$src" ] || skip "a handout: lesson 12's library comes compiled (lib/)"
+    [ -d "$src" ] || skip "12's library sources (a handout's comes compiled, lib/): not in a student's copy"
     run unprefixed "$src"
     [ -n "$output" ] || fail "unprefixed found no names at all"
     bad=$(grep -vE ': (ddp_|DDP_)' <<<"$output") || true

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
-# Every claim of notes/14_fault_tolerance.md and of the fault sections of notes 12, 13 and 15 has
-# a row in tests/claims.tsv: a mutant that breaks it and the checks that must then fail.
+# Every claim of notes/14_fault_tolerance.md, of notes/16_checkpoint_restart.md and of the fault
+# sections of notes 12, 13 and 15 has a row in tests/claims.tsv: a mutant that breaks it and the checks that must then fail.
 # tools/dev-check claims proves each on a GPU (every check tagged with the claim fails against its
 # mutant). Here, without a GPU, what keeps the table from rotting: every mutant still applies to
 # today's code (each of its sed expressions changes the file) and compiles for one architecture,
@@ -53,6 +53,10 @@ assert_claims_compile() {
 
 @test "14 claims: each row's mutant applies to today's code and compiles, and a check is tagged with it" {
     assert_claims_compile 14
+}
+
+@test "16 claims: each row's mutant applies to today's code and compiles, and a check is tagged with it" {
+    assert_claims_compile 16
 }
 
 @test "15 claims (a rank that fails, the graphs' census): each row's mutant applies to today's code and compiles" {

@@ -6,7 +6,7 @@
 # machine of two CPUs. Such a check has HANDOUT_TEST_TIMEOUT seconds (default 900), not the
 # suite's BATS_TEST_TIMEOUT. The handouts' reference is the build under test's own solutions
 # (--ref-build), which the Makefile builds without call text: nothing is built twice. On a GPU,
-# `make dev-check PARTS=handouts` grades every lesson of the handouts of 05-08, 05-12 and 05-15.
+# `make dev-check PARTS=handouts` grades every lesson of the handouts of 05-08, 05-12 and 05-16.
 BATS_TEST_TIMEOUT=${HANDOUT_TEST_TIMEOUT:-900}
 
 load helpers
@@ -32,7 +32,7 @@ a_user_make() {
 # Which ranges: a handout of a range holds a subset of the files of one of a longer range (its notes
 # aside, whose links to lessons not handed out become text) and a subset of its answers, so what a
 # range hides the ranges holding it hide too: every lesson alone (its own answers, which its own
-# files must not hold) and every range from 05 up (the course as handed out so far, 05-15 the whole),
+# files must not hold) and every range from 05 up (the course as handed out so far, 05-16 the whole),
 # each made from sources, side by side.
 @test "handout: no answer of its lessons in a handout of every lesson alone and every range from 05 (sources)" {
     mapfile -t all < <(cd "$ROOT/solutions" && ls -d [0-9][0-9]_* | cut -c1-2)
@@ -82,18 +82,18 @@ region() {
     # a handout without the lesson whose answer it is: nothing to hide there
     run "$c/tools/make-handout" --sources-only --lessons 06-06 --out "$BATS_TEST_TMPDIR/out"
     assert_success
-    # a near copy in common/: 14-atomic's calls, in order, on names of its own (as flight.c had them)
+    # a near copy in common/: 16-atomic's calls, in order, on names of its own (as flight.c had them)
     {
         echo 'int planted_write(const char *a, const char *b, void *c, long n)'
         echo '{'
-        region 14-atomic "$c/solutions/14_fault_tolerance/checkpoint.cu" | grep -v '^ *//|' |
+        region 16-atomic "$c/solutions/16_checkpoint_restart/checkpoint.cu" | grep -v '^ *//|' |
             sed 's/\btmp\b/a/g; s/\bpath\b/b/g; s/\bout\b/stream/g; s/\bbad\b/failed/g; s/\bsaved\b/e/g'
         echo '}'
     } >>"$c/common/base/own_file.c"
-    run --separate-stderr "$c/tools/make-handout" --sources-only --lessons 14-14 --out "$BATS_TEST_TMPDIR/out"
+    run --separate-stderr "$c/tools/make-handout" --sources-only --lessons 16-16 --out "$BATS_TEST_TMPDIR/out"
     assert_equal "$status" 1
-    [[ "$stderr" =~ 14-atomic$'\t'common/base/own_file\.c:[0-9]+\ \(a\ near\ copy ]] || fail "the near copy: $stderr"
-    [ "$(grep -c $'^  14-atomic\t' <<<"$stderr")" -eq 1 ] || fail "found elsewhere too: $stderr"
+    [[ "$stderr" =~ 16-atomic$'\t'common/base/own_file\.c:[0-9]+\ \(a\ near\ copy ]] || fail "the near copy: $stderr"
+    [ "$(grep -c $'^  16-atomic\t' <<<"$stderr")" -eq 1 ] || fail "found elsewhere too: $stderr"
 }
 
 @test "handout: the answer check reads notes and checks statement by statement; what the lesson itself gives does not count" {
@@ -281,7 +281,7 @@ assert_student_run() {
     assert_num "${BASH_REMATCH[1]}" ">" 2 "checks that need no GPU passed"
     assert_num "${BASH_REMATCH[2]}" ">" 3 "GPU checks skipped"
     # every GPU check skipped with the one reason, or because of this machine's size (05's and 06's
-    # memory), or a check of the course's own code that a student's copy has not (14's recorder)
+    # memory), or a check of the course's own code that a student's copy has not (14's recorder, 16's writer)
     others=$(grep '# skip' "$h/build/t.tap" |
         grep -vE '# skip (no usable GPU: |this machine (has|holds) [0-9]+ GiB|.*: not in a student.s copy$)') || true
     [ -z "$others" ] || fail "skipped for another reason: $(head -n 3 <<<"$others")"
@@ -318,14 +318,14 @@ seed_build() {
     [ "${3:-}" != all ] || cp -a "$from/lessons" "$2/build/"
 }
 
-@test "handout: copies of 05-15, 05-08, 05-12 and 14 alone hold what a student needs, no answer, build and test without a GPU" {
-    make_handout 05-15
+@test "handout: copies of 05-16, 05-08, 05-12 and 14 alone hold what a student needs, no answer, build and test without a GPU" {
+    make_handout 05-16
     full=$H
     mapfile -t all < <(cd "$ROOT/solutions" && ls -d [0-9][0-9]_*)
     assert_handout_holds "$full" "${all[@]}"
-    grep -qF "NCCL for lessons 12, 13, 14 and 15" "$full/README.md" || fail "the README's NCCL lessons: $(grep NCCL "$full/README.md")"
+    grep -qF "NCCL for lessons 12, 13, 14, 15 and 16" "$full/README.md" || fail "the README's NCCL lessons: $(grep NCCL "$full/README.md")"
     for t in launch.c tracestat.c checkpoint-report.c flight-report.c; do
-        [ -e "$full/tools/${t%.c}" ] || [ -e "$full/tools/$t" ] || fail "no tools/$t in 05-15"
+        [ -e "$full/tools/${t%.c}" ] || [ -e "$full/tools/$t" ] || fail "no tools/$t in 05-16"
     done
     # common/, the tools and the lessons as the course built them (the same files, their times kept),
     # but one lesson of each kind compiled here against what the handout carries: 09 on 08's prebuilt
@@ -337,11 +337,11 @@ seed_build() {
         [ "$full/build/lessons/$l" -nt "$BUILT/lessons/$l" ] || fail "$l was not compiled in the handout"
     done
     # the smaller ranges, each built over the first's objects (the same files): what differs is built;
-    # their checks are the same files as 05-15's, run there against the same reference: one lesson's
+    # their checks are the same files as 05-16's, run there against the same reference: one lesson's
     # here, to see the checks run in that tree
     make_handout 05-08
     assert_handout_holds "$H" "${all[@]:0:4}"
-    [ ! -e "$H/tools/launch" ] && [ ! -e "$H/lib/12_data_parallel_overlap.a" ] || fail "05-08 holds what only 12-15 need"
+    [ ! -e "$H/tools/launch" ] && [ ! -e "$H/lib/12_data_parallel_overlap.a" ] || fail "05-08 holds what only 12-16 need"
     grep -qF "NCCL for none of these lessons" "$H/README.md" || fail "the README's NCCL lessons: $(grep NCCL "$H/README.md")"
     seed_build "$full" "$H" all
     assert_student_run "$H" 07 tests/07_event_sync.bats

@@ -151,7 +151,9 @@ sanitizer_args() {
     06_per_batch_sync | 07_event_sync) echo "$TINY" ;;
     08_interval_sync | 09_four_stream_pipeline | 11_cuda_graph_step) echo "$TINY --sync-interval 5" ;;
     10_async_loader_pipeline) echo "$TINY --workers 2 --prefetch 3 --sync-interval 5" ;;
-    12_data_parallel_overlap | 14_fault_tolerance | 15_graph_data_parallel) echo "$TINY --bucket-mib 0.01 --timeout-s 280" ;;
+    12_data_parallel_overlap | 14_fault_tolerance | 15_graph_data_parallel | 16_checkpoint_restart)
+        echo "$TINY --bucket-mib 0.01 --timeout-s 280"
+        ;;
     13_pipeline_parallel) echo "$TINY --micro-batches 2 --timeout-s 280" ;;
     *) return 1 ;;
     esac
@@ -399,19 +401,14 @@ check_refused() {
     [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "$*: expected one line on stderr, got: $stderr"
 }
 
-# check_dist_rejects PROGRAM [FAULT...]: the options every lesson of several ranks takes (common/dist:
-# --timeout-s, --rendezvous, the test faults), each bad value refused with exit code 2, one line;
-# FAULT: the words its --fault refuses (by default abc 1 both kill: a lesson whose faults are the
-# common ones, error and hang)
+# check_dist_rejects PROGRAM: the options every lesson of several ranks takes (common/dist:
+# --timeout-s, --rendezvous, the test faults), each bad value refused with exit code 2, one line
 check_dist_rejects() {
-    local name=$1
-    shift
-    [ $# -gt 0 ] || set -- abc 1 both kill
-    check_rejects "$name" timeout-s abc 0 3601
-    check_rejects "$name" fault-rank abc -2 65536
-    check_rejects "$name" fault-at-batch abc -2
-    check_rejects "$name" fault "$@"
-    check_rejects "$name" rendezvous /nonexistent-folder
+    check_rejects "$1" timeout-s abc 0 3601
+    check_rejects "$1" fault-rank abc -2 65536
+    check_rejects "$1" fault-at-batch abc -2
+    check_rejects "$1" fault abc 1 both kill
+    check_rejects "$1" rendezvous /nonexistent-folder
 }
 
 # check_no_gpu_ranks PROGRAM ARGS...: without a GPU, on one rank and on two under tools/launch,
@@ -487,22 +484,6 @@ run_ranks() {
         [ "$(json_get "$BATS_TEST_TMPDIR/$name.json" performance)" = false ] ||
             fail "$name: simulated nodes, yet the JSON does not say performance: false"
     fi
-}
-
-# ranks_stop_within STATUS LIMIT_S WHY COMMAND...: COMMAND, a launch of ranks that must each stop by
-# themselves (it runs them with bats's run), exits with STATUS (a code, or `failed`: any but 0), every
-# rank stopped within LIMIT_S seconds of its start; WHY names the time limit that bound answers to.
-ranks_stop_within() {
-    local want=$1 limit=$2 why=$3
-    shift 3
-    SECONDS=0
-    "$@"
-    if [ "$want" = failed ]; then
-        [ "$status" -ne 0 ] || fail "the run passed: $*"
-    else
-        assert_equal "$status" "$want"
-    fi
-    assert_num "$SECONDS" "<" "$limit" "seconds until every rank had stopped ($why)"
 }
 
 # stop_problems PROGRAM RANKS FAILING ENDED: what is wrong with the stop of a run whose rank FAILING

@@ -1,9 +1,9 @@
-// snapshot-host.c: lesson 14's checkpoints (solutions/14_fault_tolerance/snapshot.cu, writer.cu,
+// snapshot-host.c: lesson 16's checkpoints (solutions/16_checkpoint_restart/snapshot.cu, writer.cu,
 // checkpoint.cu and interval.cu, the real files, built host-only beside this one) driven by a
 // training loop of its own, without a GPU: what the writer thread does, and what the main thread
 // does with it. The CUDA and NCCL calls are stubbed: a copy lands when it is issued, an event has
 // always fired (the order on the device is the GPU checks' to prove). Built by
-// tests/14_fault_tolerance.bats (snapshot_host), under ThreadSanitizer or AddressSanitizer.
+// tests/16_checkpoint_restart.bats (snapshot_host), under ThreadSanitizer or AddressSanitizer.
 //
 //   snapshot-host DIR CASE
 //     same       one rank: a snapshot run's checkpoint files are the blocking run's, byte for byte
@@ -42,7 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "solutions/14_fault_tolerance/fault_tolerance.h"
+#include "solutions/16_checkpoint_restart/checkpoint_restart.h"
 
 #define PARAMS 1000    // weights a rank holds
 #define BATCHES 31     // batches a run trains
@@ -115,13 +115,6 @@ void host_sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 double event_ms(cudaEvent_t a, cudaEvent_t b) { return (void)a, (void)b, 0.5; }
-stats time_gpu_work(gpu_work_fn work, void *ctx, cudaStream_t *streams, int nstreams, int warmup, int reps)
-{
-    (void)streams, (void)nstreams, (void)warmup, (void)reps;
-    work(ctx);
-    stats s = {1.0, 1.0, 1.0, 1.0, 1};
-    return s;
-}
 void test_delay(trainer *t, delay_target where, cudaStream_t stream) { (void)t, (void)where, (void)stream; }
 trace_range trace_begin(tl_range kind, const char *name, int batch)
 {
@@ -176,11 +169,25 @@ int dist_waiting_over(dist_env *d, dist_waiting *w, char *why, size_t size)
     return 1;
 }
 cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event) { return (void)d, (void)event, cudaSuccess; }
-// the blocking checkpoint's all-gather: one rank here, its own part
-void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void *mine, void *all, size_t bytes,
-                        cudaStream_t stream, const char *stream_name)
+void dist_waiting_watch(dist_env *d, dist_waiting *w)
 {
-    (void)r, (void)d, (void)batch, (void)stream, (void)stream_name;
+    char why[300];
+    if (dist_waiting_over(d, w, why, sizeof why)) dist_abort(d, "%s", why);
+}
+int dist_fault_now(const dist_env *d, const dist_fault *f, int kind, long batch)
+{
+    return f->kind == kind && kind != 0 && d->rank == f->rank && batch == f->at_batch && f->attempt == 0;
+}
+double pinned_copy_gbs(void *h_dst, const void *d_src, size_t bytes, cudaStream_t stream)
+{
+    (void)stream;
+    memcpy(h_dst, d_src, bytes);
+    return 1.0;
+}
+// the blocking checkpoint's all-gather: one rank here, its own part
+void gather(checkpoint_restart *cr, const void *mine, void *all, size_t bytes)
+{
+    (void)cr;
     memcpy(all, mine, bytes);
 }
 
@@ -287,12 +294,12 @@ static int removed_before_root_synced(const char *root, const char *real, int *r
 }
 
 // ----------------------------------------------------------------------------
-// a rank: its state, and a training loop shaped as lesson 14's
+// a rank: its state, and a training loop shaped as lesson 16's
 
 typedef struct {
     dist_env d;
     trainer t;
-    fault_tolerance ft;
+    checkpoint_restart cr;
     float params[PARAMS];
     float ring[LOSS_SLOTS];
     double losses[BATCHES];
@@ -324,10 +331,10 @@ static void rank_init(rank_state *r, const char *dir, const char *ckpt, int rank
     t->run.taken = r->taken;
     t->model.shape.nparams = PARAMS;
     t->model.d_params = r->params;
-    fault_tolerance *ft = &r->ft;
-    ft->dist = d;
-    ft->fault.kind = FAULT_NONE, ft->fault.rank = ft->fault.at_batch = -1;
-    checkpointing *c = &ft->ckpt;
+    checkpoint_restart *cr = &r->cr;
+    cr->dist = d;
+    cr->fault.kind = FAULT_NONE, cr->fault.rank = cr->fault.at_batch = -1;
+    checkpointing *c = &cr->ckpt;
     c->root = r->ckpt, c->every = 3, c->mode = mode, c->busy_rule = busy, c->write_delay_ms = delay_ms;
     c->resume_from = -1;
     int dims[3] = {10, 90, 10};
@@ -355,15 +362,15 @@ static void *train(void *arg)
 {
     rank_state *r = (rank_state *)arg;
     trainer *t = &r->t;
-    fault_tolerance *ft = &r->ft;
-    checkpointing *c = &ft->ckpt;
-    checkpoints_setup(t, ft);
+    checkpoint_restart *cr = &r->cr;
+    checkpointing *c = &cr->ckpt;
+    checkpoints_setup(t, cr);
     long next_loss = 0;
     for (long i = 0; i < BATCHES; i++) {
-        writer_check(ft);
+        writer_check(cr);
         if (c->snap.due) {
-            snapshot_copy(t, ft);
-            snapshot_hand_over(ft);
+            snapshot_copy(t, cr);
+            snapshot_hand_over(cr);
         }
         for (int k = 0; k < PARAMS; k++) r->params[k] += 0.001f * (float)((i * 31 + k) % 17);  // the update
         r->ring[i % LOSS_SLOTS] = 1.0f / (float)(i + 1);
@@ -372,21 +379,21 @@ static void *train(void *arg)
             for (; next_loss <= upto; next_loss++) trainer_take_loss(t, next_loss);
         }
         if (r->step_ms) host_sleep_ms(r->step_ms);
-        if (checkpoint_due(t, ft, i)) {  // interval.cu's, as train.cu calls it
+        if (checkpoint_due(t, cr, i)) {  // interval.cu's, as train.cu calls it
             r->due[r->ndue++] = i;
             if (c->mode == CKPT_BLOCKING)
-                checkpoint_save(t, ft, i, &next_loss);
+                checkpoint_save(t, cr, i, &next_loss);
             else if (i == r->skip_at) {  // as if its writer were busy, under --checkpoint-busy skip
                 claim_writer(&c->writer, 1);
                 c->busy_rule = BUSY_SKIP;
-                snapshot_due(t, ft, i, next_loss);
+                snapshot_due(t, cr, i, next_loss);
                 c->busy_rule = BUSY_WAIT;
                 claim_writer(&c->writer, 0);
             } else
-                snapshot_due(t, ft, i, next_loss);
+                snapshot_due(t, cr, i, next_loss);
         }
     }
-    checkpoints_drain(t, ft);
+    checkpoints_drain(t, cr);
     return NULL;
 }
 
@@ -421,7 +428,7 @@ static void one_rank(const char *dir, const char *name, int mode, int busy, int 
     mkdir(ckpt, 0755);
     rank_init(r, dir, ckpt, 0, 1, mode, busy, delay);
     train(r);
-    checkpoints_teardown(&r->t, &r->ft);
+    checkpoints_teardown(&r->t, &r->cr);
 }
 
 // The ranks of one run, each a thread as a process would be, into DIR/ck.
@@ -437,7 +444,7 @@ static void ranks(const char *dir, rank_state *r, int world, int skip_rank, long
     }
     for (int k = 0; k < world; k++) pthread_create(&th[k], NULL, train, &r[k]);
     for (int k = 0; k < world; k++) pthread_join(th[k], NULL);
-    for (int k = 0; k < world; k++) checkpoints_teardown(&r[k].t, &r[k].ft);  // every rank drained first
+    for (int k = 0; k < world; k++) checkpoints_teardown(&r[k].t, &r[k].cr);  // every rank drained first
 }
 
 // 1 when `path` is there within `ms`
@@ -473,38 +480,38 @@ static void hand_back(const char *dir, rank_state *r)
     rank_init(r, dir, ckpt, 0, 2, CKPT_SNAPSHOT, BUSY_WAIT, 0);
     r->d.timeout_s = 2;
     trainer *t = &r->t;
-    fault_tolerance *ft = &r->ft;
-    checkpoints_setup(t, ft);
+    checkpoint_restart *cr = &r->cr;
+    checkpoints_setup(t, cr);
     long batches[2] = {2, 5};
     for (int k = 0; k < 2; k++) {
-        snapshot_due(t, ft, batches[k], 0);  // checkpoint 5: while rank 0's writer waits for rank 1's word of 2
-        snapshot_copy(t, ft);
-        snapshot_hand_over(ft);
+        snapshot_due(t, cr, batches[k], 0);  // checkpoint 5: while rank 0's writer waits for rank 1's word of 2
+        snapshot_copy(t, cr);
+        snapshot_hand_over(cr);
         snprintf(path, sizeof path, "%s/ckpt-%08ld/rank0.bin", ckpt, batches[k]);
         if (k == 0)
-            expect(appears(path, 10000) && image_free(&ft->ckpt.writer, 5000), "%s: written, the image held", path);
+            expect(appears(path, 10000) && image_free(&cr->ckpt.writer, 5000), "%s: written, the image held", path);
     }
-    expect(ft->ckpt.fig.busy_waits == 0, "the snapshot of checkpoint 5 waited for the writer");
+    expect(cr->ckpt.fig.busy_waits == 0, "the snapshot of checkpoint 5 waited for the writer");
     for (int k = 0; k < 2; k++) {  // rank 1's words, as its writer would leave them
         snprintf(path, sizeof path, "%s/checkpoint.host.b%ld.rank1", dir, batches[k]);
         FILE *f = fopen(path, "w");
         fprintf(f, "0123456789abcdef %ld ok 930 0123456789abcdef 0\n", batches[k]);
         fclose(f);
     }
-    checkpoints_drain(t, ft);
+    checkpoints_drain(t, cr);
     for (int k = 0; k < 2; k++) {
         snprintf(path, sizeof path, "%s/ckpt-%08ld/manifest", ckpt, batches[k]);
         expect(appears(path, 0), "%s: no manifest", path);
     }
-    expect(ft->ckpt.fig.written == 2, "rank 0: %ld checkpoints complete, 2 expected", ft->ckpt.fig.written);
-    checkpoints_teardown(t, ft);
+    expect(cr->ckpt.fig.written == 2, "rank 0: %ld checkpoints complete, 2 expected", cr->ckpt.fig.written);
+    checkpoints_teardown(t, cr);
 }
 
 // interval: auto_interval, CheckFreq's rule, on figures whose interval is known
 static void interval_rule(void)
 {
     struct {
-        checkpoint_cost cost;
+        ckpt_cost cost;
         int most, want;
     } rows[] = {
         {{4.6, 0.05, 3.8, 190}, 1000, 62},    // 12's GPU-bound step on one H200: 1.5 x 190 / 4.6 = 61.96
@@ -529,11 +536,11 @@ static void auto_schedule(const char *dir, rank_state *r)
     snprintf(ckpt, sizeof ckpt, "%s/auto", dir);
     mkdir(ckpt, 0755);
     rank_init(r, dir, ckpt, 0, 1, CKPT_SNAPSHOT, BUSY_WAIT, 20);
-    checkpointing *c = &r->ft.ckpt;
+    checkpointing *c = &r->cr.ckpt;
     c->every = 0, c->auto_every = 1, r->step_ms = 2;
     train(r);
-    checkpoints_teardown(&r->t, &r->ft);
-    const checkpoint_cost *k = &c->cost;
+    checkpoints_teardown(&r->t, &r->cr);
+    const ckpt_cost *k = &c->cost;
     printf("auto: every %d batches (step %.2f ms, stall %.3f ms, copy %.3f ms, write %.2f ms)\n", c->every, k->step_ms,
            k->stall_ms, k->copy_ms, k->write_ms);
     expect(r->ndue >= 1 && r->due[0] == AUTO_FIRST - 1, "the first checkpoint after batch %ld",
@@ -570,12 +577,12 @@ int main(int argc, char **argv)
                 expect(same_file(a_path, b_path), "%s and %s differ", a_path, b_path);
             }
         }
-        checkpoint_figures *f = &r[0].ft.ckpt.fig;
+        ckpt_figures *f = &r[0].cr.ckpt.fig;
         expect(f->due == 10 && f->written == 10, "snapshot: due %ld written %ld", f->due, f->written);
     } else if (strcmp(which, "busy-wait") == 0 || strcmp(which, "busy-skip") == 0) {
         int skip = strcmp(which, "busy-skip") == 0;
         one_rank(dir, "busy", CKPT_SNAPSHOT, skip ? BUSY_SKIP : BUSY_WAIT, 30, &r[0]);
-        checkpoint_figures *f = &r[0].ft.ckpt.fig;
+        ckpt_figures *f = &r[0].cr.ckpt.fig;
         printf("due %ld written %ld waits %ld skips %ld\n", f->due, f->written, f->busy_waits, f->busy_skips);
         if (skip)
             expect(f->busy_waits == 0 && f->busy_skips >= 1 && f->written + f->busy_skips == f->due, "skip");
@@ -584,7 +591,7 @@ int main(int argc, char **argv)
     } else if (strcmp(which, "ranks") == 0 || strcmp(which, "skip-one") == 0) {
         int skip = strcmp(which, "skip-one") == 0;
         ranks(dir, r, 3, skip ? 2 : -1, 26);
-        checkpoint_figures *f = &r[0].ft.ckpt.fig;
+        ckpt_figures *f = &r[0].cr.ckpt.fig;
         printf("rank 0: due %ld written %ld abandoned %ld\n", f->due, f->written, f->abandoned);
         expect(f->due == 10 && f->written == (skip ? 9 : 10) && f->abandoned == skip, "rank 0's checkpoints");
         snprintf(a_path, sizeof a_path, "%s/ck/ckpt-00000026/manifest", dir);
@@ -598,7 +605,7 @@ int main(int argc, char **argv)
         snprintf(ckpt, sizeof ckpt, "%s/ck", dir);
         mkdir(ckpt, 0755);
         rank_init(&r[0], dir, ckpt, 1, 2, CKPT_SNAPSHOT, BUSY_WAIT, 0);
-        r[0].ft.fault.kind = FAULT_DISK_FULL, r[0].ft.fault.rank = 1, r[0].ft.fault.at_batch = 11;
+        r[0].cr.fault.kind = FAULT_DISK_FULL, r[0].cr.fault.rank = 1, r[0].cr.fault.at_batch = 11;
         // the fault waits for rank 0's manifest of the checkpoint before (rank 0 is not here)
         snprintf(a_path, sizeof a_path, "%s/ckpt-00000008", ckpt);
         mkdir(a_path, 0755);

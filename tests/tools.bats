@@ -4,8 +4,8 @@
 # the JSON of hand-made runs and hand-made rank traces (tests/fixtures/bench), which the
 # bench measures with tracestat as it would a real run's. Then what every lesson of several
 # ranks stands on, without a GPU: tools/launch's signals and refusals, the files of this user
-# alone (common/own_file), the tests' fsync log (tests/fsync-log.c), and lesson 14's report
-# tools fed mutated rings and checkpoints under the sanitizers.
+# alone (common/own_file), the tests' fsync log (tests/fsync-log.c), and lessons 14 and
+# 16's report tools fed mutated rings and checkpoints under the sanitizers.
 
 load helpers
 
@@ -116,36 +116,49 @@ row() {
     assert_output --partial "NCCL kernels beyond batches x buckets: -1 (expected 1, the losses' average)"
 }
 
-# Lesson 14's rows (tests/fixtures/bench14): a snapshot at auto's interval (10 batches) that stalls
+# Lesson 16's rows (tests/fixtures/bench16): a snapshot at auto's interval (10 batches) that stalls
 # 0.05 ms against a copy of 8 ms, costs 2% of a 45 ms step, writes at 700 MB/s where dd wrote 824;
-# every 10 batches where the disk allows less: 90 of 99 waited; the fingerprint check 1.1%.
-@test "tools: bench's table of 14 from stored runs: auto's interval, stall, steady cost, writer's rate, fingerprint, judged" {
+# every 10 batches where the disk allows less: 90 of 99 waited.
+@test "tools: bench's table of 16 from stored runs: auto's interval, stall, steady cost, writer's rate, judged" {
+    o=$BATS_TEST_TMPDIR/b
+    cp -r "$FIXTURES/bench16" "$o"
+    bench_table "$o"
+    [[ "$(row 16 "snapshot, auto")" == "| snapshot, auto | 10 [10 - 10] | 46.200 [46.200 - 46.200] | 45.900 [45.900 - 45.900] | 99 / 99 / 0 / 0 | 0.050 [0.050 - 0.050] |"* ]] ||
+        fail "$(row 16 "snapshot, auto")"
+    [[ "$(row 16 "snapshot, every 10")" == "| snapshot, every 10 | 10 [10 - 10] | 61.000 [61.000 - 61.000] | 60.750 [60.750 - 60.750] | 99 / 99 / 90 / 0 |"* ]] ||
+        fail "$(row 16 "snapshot, every 10")"
+    # a stored run from before steady_step_ms: its loop's step stands for it
+    [[ "$(row 16 "no checkpoint")" == *"| 45.000 [45.000 - 45.000] | 45.000 [45.000 - 45.000] | - |"* ]] || fail
+    assert_output --partial "auto chose every 10 [10 - 10] batches from its first checkpoint: a write of 294.3 [294.3 - 294.3] ms"
+    assert_output --partial "A failure loses at most 17 [17 - 17] batches."
+    [[ "$(row 16 "snapshot at auto's interval: stall per checkpoint / the weights' copy alone at the pinned rate")" == *"| 0.006 [0.006 - 0.006] | <= 1.2 | yes |" ]] || fail
+    [[ "$(row 16 "snapshot at auto's interval: steady cost, share of the step")" == *"| 0.020 [0.020 - 0.020] | <= 0.03 | yes |" ]] || fail
+    [[ "$(row 16 "snapshot: the writer's rate / the disk's sequential write with fsync (dd)")" == *"| 0.85 [0.85 - 0.85] | >= 0.8 | yes |" ]] || fail
+    [[ "$(row 16 "snapshot every 10 batches (what this disk allows): stall / the copy alone")" == *"| 20.0 [20.0 - 20.0] | | |" ]] || fail
+    [[ "$(row 16 "snapshot every 10 batches: steady cost")" == *"| 0.350 [0.350 - 0.350] | | |" ]] || fail
+    [[ "$(row 16 "blocking every 10 batches: stall / the copy alone")" == *"| 37.5 [37.5 - 37.5] | | |" ]] || fail
+    [[ "$(row 16 "blocking every 10 batches: steady cost")" == *"| 0.600 [0.600 - 0.600] | | |" ]] || fail
+    # a disk twice as fast: the writer's rate falls short; a steady step 4% over: the cost does
+    jq -c '.disk_write_mbs = 1648' "$o/r1_16d.json" >"$o/new" && mv "$o/new" "$o/r1_16d.json"
+    jq -c '.steady_step_ms = 46.8' "$o/r1_16c1.json" >"$o/new" && mv "$o/new" "$o/r1_16c1.json"
+    bench_table "$o"
+    [[ "$(row 16 "snapshot: the writer's rate / the disk's sequential write with fsync (dd)")" == *"| 0.42 [0.42 - 0.42] | >= 0.8 | NO |" ]] || fail
+    [[ "$(row 16 "snapshot at auto's interval: steady cost, share of the step")" == *"| 0.040 [0.040 - 0.040] | <= 0.03 | NO |" ]] || fail
+}
+
+# Lesson 14's rows (tests/fixtures/bench14): the fingerprint check every 10 batches 1.1% of a 45 ms
+# step, every batch a third.
+@test "tools: bench's table of 14 from stored runs: the fingerprint check's cost, judged" {
     o=$BATS_TEST_TMPDIR/b
     cp -r "$FIXTURES/bench14" "$o"
     bench_table "$o"
-    [[ "$(row 14 "snapshot, auto")" == "| snapshot, auto | 10 [10 - 10] | 46.200 [46.200 - 46.200] | 45.900 [45.900 - 45.900] | 99 / 99 / 0 / 0 | 0.050 [0.050 - 0.050] |"* ]] ||
-        fail "$(row 14 "snapshot, auto")"
-    [[ "$(row 14 "snapshot, every 10")" == "| snapshot, every 10 | 10 [10 - 10] | 61.000 [61.000 - 61.000] | 60.750 [60.750 - 60.750] | 99 / 99 / 90 / 0 |"* ]] ||
-        fail "$(row 14 "snapshot, every 10")"
-    # a stored run from before steady_step_ms: its loop's step stands for it
-    [[ "$(row 14 "no checkpoint, no fingerprint check")" == *"| 45.000 [45.000 - 45.000] | 45.000 [45.000 - 45.000] | - |"* ]] || fail
-    assert_output --partial "auto chose every 10 [10 - 10] batches from its first checkpoint: a write of 294.3 [294.3 - 294.3] ms"
-    assert_output --partial "A failure loses at most 17 [17 - 17] batches."
-    [[ "$(row 14 "snapshot at auto's interval: stall per checkpoint / the weights' copy alone at the pinned rate")" == *"| 0.006 [0.006 - 0.006] | <= 1.2 | yes |" ]] || fail
-    [[ "$(row 14 "snapshot at auto's interval: steady cost, share of the step")" == *"| 0.020 [0.020 - 0.020] | <= 0.03 | yes |" ]] || fail
-    [[ "$(row 14 "snapshot: the writer's rate / the disk's sequential write with fsync (dd)")" == *"| 0.85 [0.85 - 0.85] | >= 0.8 | yes |" ]] || fail
-    [[ "$(row 14 "snapshot every 10 batches (what this disk allows): stall / the copy alone")" == *"| 20.0 [20.0 - 20.0] | | |" ]] || fail
-    [[ "$(row 14 "snapshot every 10 batches: steady cost")" == *"| 0.350 [0.350 - 0.350] | | |" ]] || fail
-    [[ "$(row 14 "blocking every 10 batches: stall / the copy alone")" == *"| 37.5 [37.5 - 37.5] | | |" ]] || fail
-    [[ "$(row 14 "blocking every 10 batches: steady cost")" == *"| 0.600 [0.600 - 0.600] | | |" ]] || fail
+    [[ "$(row 14 "no fingerprint check")" == "| no fingerprint check | 45.000 [45.000 - 45.000] |" ]] || fail "$(row 14 "no fingerprint check")"
     [[ "$(row 14 "fingerprint check every 10 batches (default): cost, share of the step")" == *"| 0.011 [0.011 - 0.011] | <= 0.03 | yes |" ]] || fail
     [[ "$(row 14 "fingerprint check every batch: cost")" == *"| 0.333 [0.333 - 0.333] | | |" ]] || fail
-    # a disk twice as fast: the writer's rate falls short; a steady step 4% over: the cost does
-    jq -c '.disk_write_mbs = 1648' "$o/r1_14d.json" >"$o/new" && mv "$o/new" "$o/r1_14d.json"
-    jq -c '.steady_step_ms = 46.8' "$o/r1_14c1.json" >"$o/new" && mv "$o/new" "$o/r1_14c1.json"
+    # a check that costs 4% of the step: not met
+    jq -c '.loop_step_ms = 46.8' "$o/r1_14f1.json" >"$o/new" && mv "$o/new" "$o/r1_14f1.json"
     bench_table "$o"
-    [[ "$(row 14 "snapshot: the writer's rate / the disk's sequential write with fsync (dd)")" == *"| 0.42 [0.42 - 0.42] | >= 0.8 | NO |" ]] || fail
-    [[ "$(row 14 "snapshot at auto's interval: steady cost, share of the step")" == *"| 0.040 [0.040 - 0.040] | <= 0.03 | NO |" ]] || fail
+    [[ "$(row 14 "fingerprint check every 10 batches (default): cost, share of the step")" == *"| 0.040 [0.040 - 0.040] | <= 0.03 | NO |" ]] || fail
 }
 
 # stand_in DIR: a build folder whose 05, 12 and 13 are tests/fixtures/bench/stand-in/program
@@ -425,7 +438,7 @@ fsync $d"
 }
 
 # ----------------------------------------------------------------------------
-# lesson 14's report tools on inputs that break them
+# lessons 14 and 16's report tools on inputs that break them
 
 # Numbers put in place of others: bounds, the edges of int and long long, past them.
 EDGES=(0 -1 -2 1 2 255 4095 4096 4097 65535 65536 65537 100000 2147483647 2147483648 -2147483649 4294967296
@@ -529,7 +542,7 @@ probe() {
         done
     done
     for ((k = 0; k < 10 * rounds; k++)); do
-        rm -rf "$INPUT" && cp -r "$FIXTURES/14_checkpoints" "$INPUT"
+        rm -rf "$INPUT" && cp -r "$FIXTURES/16_checkpoints" "$INPUT"
         MUTATIONS=""
         for ((j = RANDOM % 3; j >= 0; j--)); do mutate "$INPUT"; done
         probe "$MUTATIONS" "$cr" "$INPUT" --world 2 --shape 4,8,2
@@ -979,7 +992,7 @@ fake_gpu_build() {
         mkdir -p "$b/mutants/$id" && ln -s "$REF_BIN/12_data_parallel_overlap" "$b/mutants/$id/12_data_parallel_overlap"
     done
     # two handouts "built" (a tree with 12's checks and a binary of 12): their units run 12's checks there
-    for t in course-05-15.unsolved course-05-12.solved course-05-12.unsolved course-05-15.solved; do
+    for t in course-05-16.unsolved course-05-12.solved course-05-12.unsolved course-05-16.solved; do
         h=$b/gpu-check-handouts/$t
         mkdir -p "$h/tests" "$h/build/lessons"
         cp "$ROOT/tests/12_data_parallel_overlap.bats" "$h/tests/"
@@ -1007,17 +1020,17 @@ fake_gpu_build() {
     # 12 graded as handed out in the widest handout holding it, with the solutions in in the narrowest:
     # its checks (no sanitizer, none timed) in that handout, against its binary and its reference
     handouts() { awk -F'\t' '$1 ~ /^h\./ { split($1, a, "."); print a[2] "." a[3] }' "$plan" | sort -u | tr '\n' ' '; }
-    assert_equal "$(handouts)" "05-12.solved 05-15.unsolved "
+    assert_equal "$(handouts)" "05-12.solved 05-16.unsolved "
     h=$b/gpu-check-handouts/course-05-12.solved
     grep '^h\.05-12\.solved\.' "$plan" | grep -v "COURSE_BIN=$h/build/lessons COURSE_REF_BIN=$h/reference/solutions " &&
         fail "a unit of the handout runs other programs"
     grep '^h\.05-12\.solved\.' "$plan" | grep -vqF -- '--filter-tags \!sanitizer\,\!host-sanitizer\,\!timed ' &&
         fail "a unit of the handout runs the sanitizers or the timed checks"
-    assert_equal "$(awk -F'\t' '$1 ~ /^h\.05-15\.unsolved\./ && $5 !~ /; exit 0$/' "$plan" | wc -l)" 0
+    assert_equal "$(awk -F'\t' '$1 ~ /^h\.05-16\.unsolved\./ && $5 !~ /; exit 0$/' "$plan" | wc -l)" 0
     # ... or in every handout holding it, both ways
     run --separate-stderr env GPU_CHECK_HANDOUT_GRADES=every "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 12 --plan
     assert_success
-    assert_equal "$(handouts)" "05-12.solved 05-12.unsolved 05-15.solved 05-15.unsolved "
+    assert_equal "$(handouts)" "05-12.solved 05-12.unsolved 05-16.solved 05-16.unsolved "
     # one GPU: the mutants' checks of speed are left out (they need two), the suite's stay (they skip, saying why)
     fake_build "$b" 1
     run --separate-stderr "$ROOT/tools/gpu-check" --build "$b" --out "$g" --lessons 12 --plan
@@ -1219,11 +1232,11 @@ TXT
 }
 
 # ----------------------------------------------------------------------------
-# lesson 14's tools on hand-made rings and checkpoints (tests/fixtures/14_flight, 14_checkpoints),
+# lessons 14 and 16's tools on hand-made rings and checkpoints (tests/fixtures/14_flight, 16_checkpoints),
 # and tools/launch's restarts, signals, process groups and refusals: no GPU, no lesson run
 
 FL=$FIXTURES/14_flight
-CK=$FIXTURES/14_checkpoints
+CK=$FIXTURES/16_checkpoints
 
 one_line() {
     [ "$(printf '%s\n' "$stderr" | grep -c .)" -eq 1 ] || fail "expected one line on stderr, got: $stderr"
@@ -1418,7 +1431,7 @@ alive() {
     assert_equal "$output" "rank 2 stopped at all-reduce #7 (batch 9, bucket 2, 65.0 KiB) where rank 0 went on to all-reduce #29 (batch 9, bucket 2, 65.0 KiB), and no call waits: the ranks issued different calls"
 }
 
-# bats test_tags=claim:14-checksum,claim:14-manifest-match
+# bats test_tags=claim:16-checksum,claim:16-manifest-match
 @test "tools: checkpoint-report: the newest complete checkpoint; torn, corrupt, unfinished ones passed over for the one before" {
     cr=$TOOLS/checkpoint-report
     run "$cr" "$CK"
@@ -1498,7 +1511,7 @@ alive() {
     done
 }
 
-# bats test_tags=claim:14-losses-bound
+# bats test_tags=claim:16-losses-bound
 @test "tools: checkpoint-report passes over a checkpoint holding more losses than batches, or a rank's header of another run" {
     cr=$TOOLS/checkpoint-report
     # the helpers first: the fixture's checksum is ckpt_sum's, and a checkpoint they make is complete
@@ -1525,7 +1538,7 @@ alive() {
     done
 }
 
-# bats test_tags=claim:14-size-first,claim:14-stream
+# bats test_tags=claim:16-size-first,claim:16-stream
 @test "tools: checkpoint-report lists every folder, streams one larger than memory, checks a header's sizes before allocating" {
     cr=$TOOLS/checkpoint-report
     c=$BATS_TEST_TMPDIR/c
@@ -1570,7 +1583,7 @@ alive() {
 }
 
 # A named pipe where a file belongs blocks whoever opens it until a writer comes: the reports,
-# lesson 14's restart and rank 0's prune waited on one forever.
+# lesson 16's restart and rank 0's prune waited on one forever.
 # bats test_tags=claim:14-not-regular
 @test "tools: checkpoint-report and flight-report refuse a named pipe as a rank file, a manifest or a ring: one line, at once" {
     cr=$TOOLS/checkpoint-report
@@ -1597,7 +1610,7 @@ alive() {
 
 # A header and a manifest that agree on 2^34 weights, in a sparse file of 64 GiB that holds 4 KiB:
 # its checksum streamed 64 GiB of zeros (20 s and more).
-# bats test_tags=claim:14-sparse
+# bats test_tags=claim:16-sparse
 @test "tools: checkpoint-report refuses a sparse rank file as large as its header says, at once" {
     local run1="world 1 shape 4,8,2 params 17179869184 seed 1 global-batch 64 rank-batch 64 lr 0.02 prep-work 5 bucket-bytes 1"
     b=$BATS_TEST_TMPDIR/sparse/ckpt-00000000
@@ -1616,7 +1629,7 @@ alive() {
         fail "${lines[0]}"
 }
 
-# bats test_tags=claim:14-prune
+# bats test_tags=claim:16-prune
 @test "tools: checkpoint-report --prune removes what has no manifest or is older than the newest two that verify" {
     c=$BATS_TEST_TMPDIR/c
     for b in 4 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
@@ -1631,7 +1644,7 @@ alive() {
 # Rank 0 prunes after every checkpoint, and reading a checkpoint back costs as long as writing it
 # (2026-11-27, one H200: 0.3 s for 206 MB): what goes whatever its check would say is not read. A
 # rank file that is a named pipe blocks whoever opens it: the oldest checkpoint's.
-# bats test_tags=claim:14-prune-unread
+# bats test_tags=claim:16-prune-unread
 @test "tools: checkpoint-report --prune reads no checkpoint older than the newest two that verify: it only removes them" {
     c=$BATS_TEST_TMPDIR/c
     for b in 4 9 14; do make_ckpt "$c" "$b" $((b + 1)); done
@@ -1645,7 +1658,7 @@ alive() {
 
 # Rank 0 prunes after every checkpoint: a manifest that does not verify now (a bad block, a file
 # changed) must not cost the last checkpoint that does.
-# bats test_tags=claim:14-prune-verify
+# bats test_tags=claim:16-prune-verify
 @test "tools: checkpoint-report --prune: newer checkpoints that do not verify cost none of the older ones that do" {
     c=$BATS_TEST_TMPDIR/c
     for b in 4 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
@@ -1665,7 +1678,7 @@ alive() {
     assert_equal "${lines[-1]}" "resume: at batch 15 from ckpt-00000014"
 }
 
-# bats test_tags=claim:14-prune-link
+# bats test_tags=claim:16-prune-link
 @test "tools: checkpoint-report --prune never follows a symbolic link, in the checkpoint folder or inside a checkpoint" {
     c=$BATS_TEST_TMPDIR/c o=$BATS_TEST_TMPDIR/outside
     for b in 9 14 19; do make_ckpt "$c" "$b" $((b + 1)); done
@@ -1684,7 +1697,7 @@ alive() {
     assert_equal "$(cd "$c" && echo ckpt-*)" "ckpt-00000004 ckpt-00000014 ckpt-00000019"
 }
 
-# bats test_tags=claim:14-launch-restart,claim:14-attempt-id,claim:14-restart-usage
+# bats test_tags=claim:16-launch-restart,claim:16-attempt-id,claim:16-restart-usage
 @test "tools: launch --restarts: every rank started again after a failure, a run id and LAUNCH_ATTEMPT each, rings kept" {
     cat >"$BATS_TEST_TMPDIR/rank" <<'EOF'
 #!/usr/bin/env bash

@@ -1,4 +1,4 @@
-// checkpoint-report: which of lesson 14's checkpoints under a folder are complete, why the
+// checkpoint-report: which of lesson 16's checkpoints under a folder are complete, why the
 // others are not, and where a restart would resume. Reads the files only: no GPU.
 //
 //   checkpoint-report ROOT [--world W] [--shape 64,256,8] [--prune BATCH]
@@ -7,11 +7,11 @@
 // shape 64,256,8" or "ckpt-00000029: skipped: ROOT/ckpt-00000029/rank1.bin: torn: ..."), then
 // "resume: at batch 20 from ckpt-00000019" (or "resume: at batch 0, no complete checkpoint").
 // With --world or --shape, a newest complete checkpoint of another rank count or model shape
-// is refused as lesson 14 refuses it: one line on stderr, exit code 2. --prune BATCH first
-// removes what lesson 14's rank 0 removes once checkpoint BATCH is complete (common/recovery/ckpt.h,
+// is refused as lesson 16 refuses it: one line on stderr, exit code 2. --prune BATCH first
+// removes what lesson 16's rank 0 removes once checkpoint BATCH is complete (common/recovery/ckpt.h,
 // ckpt_prune): older folders without a manifest, and complete ones beyond the newest two.
 // A file is read as untrusted input: no size in it is allocated before it is checked against
-// the file's (tests/14_fault_tolerance.bats feeds it mutated checkpoints under the sanitizers).
+// the file's (tests/tools.bats feeds it mutated checkpoints under the sanitizers).
 // Exit codes: 0 a checkpoint to resume from, 1 none, 2 bad usage (no such folder) or a
 // checkpoint of another run.
 #include <stdio.h>
@@ -33,13 +33,13 @@ int main(int argc, char **argv)
                 "the run's rank count: refuse a checkpoint of another (0: any)"),
         arg_string("shape", &shape, "DIMS", "the run's layer widths, e.g. 64,256,8: refuse a checkpoint of another"),
         arg_int("prune", &prune, -1, 2147483647, "BATCH",
-                "first remove what lesson 14 removes once checkpoint BATCH is complete (-1: nothing)"),
+                "first remove what lesson 16 removes once checkpoint BATCH is complete (-1: nothing)"),
     };
     int n = args_parse_files(argc, argv, PROG,
-                             "Say which of lesson 14's checkpoints under ROOT are complete, why the others are not, "
+                             "Say which of lesson 16's checkpoints under ROOT are complete, why the others are not, "
                              "and where a restart would resume.",
                              specs, (int)(sizeof specs / sizeof specs[0]), "ROOT", files, 1);
-    if (n != 1) usage_error(PROG, "give the checkpoint folder (--checkpoint-dir of lesson 14; try --help)");
+    if (n != 1) usage_error(PROG, "give the checkpoint folder (--checkpoint-dir of lesson 16; try --help)");
     if (shape && !ckpt_shape_valid(shape))
         usage_error(PROG, "--shape expects layer widths from 1, at least two, e.g. 64,256,8, got '%s'", shape);
     long long *batches = NULL;

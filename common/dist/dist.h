@@ -166,6 +166,8 @@ dist_waiting dist_waiting_start(const char *what);
 // 1 when the wait must stop the rank, `why` saying so in a few words: another rank left a note
 // ("noticed while ..."), or nothing happened for --timeout-s (this rank then leaves a note too).
 int dist_waiting_over(dist_env *d, dist_waiting *w, char *why, size_t size);
+// The same, and every communicator's asynchronous error: aborts (does not return) on any of them.
+void dist_waiting_watch(dist_env *d, dist_waiting *w);
 
 // Checks an NCCL call on any of d's communicators, the watchdog watching it while it runs.
 #define NCCL_CHECK(d, expr)                                                  \
@@ -231,7 +233,9 @@ void dist_abort(dist_env *d, const char *fmt, ...) __attribute__((format(printf,
 // WHAT is one of the lesson's own words, "none" first (kind 0): 12, 13 and 15 pass
 // DIST_FAULT_WORDS, and dist_fault_inject stops rank R at the top of batch N with an error
 // (dist_fail: a note, noticed by the others at once) or by hanging (dist_hang: no note, the
-// others give up after --timeout-s); 14 passes its own words and injects them itself.
+// others give up after --timeout-s); 14 and 16 pass their own words and inject them themselves
+// (dist_fault_now). A fault strikes in a launch's first attempt only: a restart (tools/launch
+// --restarts, LAUNCH_ATTEMPT) runs clean.
 typedef enum { DIST_FAULT_NONE, DIST_FAULT_ERROR, DIST_FAULT_HANG } dist_fault_kind;  // DIST_FAULT_WORDS, in order
 #define DIST_FAULT_WORDS "none|error|hang"
 #define DIST_FAULT_HELP                                                                            \
@@ -240,11 +244,28 @@ typedef enum { DIST_FAULT_NONE, DIST_FAULT_ERROR, DIST_FAULT_HANG } dist_fault_k
 typedef struct {
     int kind;            // the index of --fault's word in the lesson's words: 0 (none) by default
     int rank, at_batch;  // -1: none
+    int attempt;         // the launch's attempt (dist_launch_attempt): 0 the first, 1 the first restart, ...
 } dist_fault;
 // Adds --fault (words, "none|..."; help), --fault-rank and --fault-at-batch to specs[*n].
 void dist_fault_options(dist_fault *f, const char *words, const char *help, arg_spec *specs, int *n);
 void dist_fault_check(const dist_env *d, const dist_fault *f, int batches);                 // usage errors: exit code 2
 void dist_fault_inject(dist_env *d, const dist_fault *f, long batch, cudaStream_t stream);  // DIST_FAULT_WORDS' faults
+// LAUNCH_ATTEMPT, set by tools/launch --restarts: 0 the first attempt (and where it is unset); a
+// value that is no whole number is a usage error (exit code 2).
+int dist_launch_attempt(const dist_env *d);
+// 1 when fault `kind` strikes now: this rank, batch `batch`, the launch's first attempt.
+int dist_fault_now(const dist_env *d, const dist_fault *f, int kind, long batch);
+// A rank killed inside a collective, the others waiting in it (14's and 16's --fault kill), in two
+// halves: dist_fault_hold waits until every call issued so far has completed, then holds `stream`
+// with a host function that never returns; the lesson issues the collective behind it, and
+// dist_fault_kill says so in one line (fmt) and SIGKILLs the process.
+void dist_fault_hold(cudaStream_t stream);
+#ifdef __cplusplus
+[[noreturn]]
+#else
+_Noreturn
+#endif
+void dist_fault_kill(const dist_env *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // An all-gather of `bytes` bytes from every rank, for the checks after the runs, in three steps:
 // dist_gather_begin puts this rank's part on the GPU where the gathered array holds it (rank r's

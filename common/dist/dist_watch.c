@@ -103,7 +103,7 @@ static ncclResult_t comms_state(dist_env *d, int *which)
     return worst;
 }
 
-static void watch_others(dist_env *d, dist_waiting *w)
+void dist_waiting_watch(dist_env *d, dist_waiting *w)
 {
     int k = 0;
     ncclResult_t state = comms_state(d, &k);
@@ -131,7 +131,7 @@ cudaError_t dist_event_wait(dist_env *d, cudaEvent_t event)
     for (;;) {
         cudaError_t err = cudaEventQuery(event);
         if (err != cudaErrorNotReady) return err;
-        watch_others(d, &w);
+        dist_waiting_watch(d, &w);
         sched_yield();
     }
 }
@@ -155,7 +155,7 @@ void dist_hang(dist_env *d, cudaStream_t stream, const char *fmt, ...)
     dist_waiting w = dist_waiting_start("hanging");
     w.timed = 0;
     while (cudaEventQuery(never) == cudaErrorNotReady) {
-        watch_others(d, &w);
+        dist_waiting_watch(d, &w);
         host_sleep_ms(1);
     }
     dist_abort(d, "the hanging kernel ended");
@@ -185,7 +185,7 @@ void dist_split_ready(dist_env *d, ncclComm_t *child, const char *name)
     ncclResult_t r = dist_wait_issued(d, "splitting a communicator");
     dist_waiting w = dist_waiting_start("splitting a communicator");
     while (r == ncclSuccess && __atomic_load_n(child, __ATOMIC_ACQUIRE) == NULL) {
-        watch_others(d, &w);
+        dist_waiting_watch(d, &w);
         sched_yield();
     }
     if (r == ncclSuccess) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "common/base/check.h"
+#include "common/base/timing.h"  // time_gpu_work
 
 #include "common/base/stderr_line.h"  // stderr_line: a message, one write
 
@@ -83,3 +84,23 @@ size_t pinned_bytes_in_use(void) { return in_use[1]; }
 size_t device_bytes_peak(void) { return peak[0]; }
 size_t pinned_bytes_peak(void) { return peak[1]; }
 long blocks_in_use(void) { return nblocks; }
+
+typedef struct {
+    void *dst;
+    const void *src;
+    size_t bytes;
+    cudaStream_t stream;
+} pinned_copy;
+
+static void copy_once(void *ctx)
+{
+    pinned_copy *c = (pinned_copy *)ctx;
+    CUDA_CHECK(cudaMemcpyAsync(c->dst, c->src, c->bytes, cudaMemcpyDeviceToHost, c->stream));
+}
+
+double pinned_copy_gbs(void *h_dst, const void *d_src, size_t bytes, cudaStream_t stream)
+{
+    pinned_copy c = {h_dst, d_src, bytes, stream};
+    stats alone = time_gpu_work(copy_once, &c, &c.stream, 1, 1, 5);
+    return alone.median > 0 ? bytes / (alone.median * 1e6) : 0;
+}

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include <cuda_runtime.h>  // cudaStream_t
+
 #include "common/base/host_memory.h"  // host_alloc, host_calloc, host_memory_bytes
 
 #ifdef __cplusplus
@@ -23,6 +25,10 @@ size_t pinned_bytes_in_use(void);
 size_t device_bytes_peak(void);
 size_t pinned_bytes_peak(void);
 long blocks_in_use(void);  // device and pinned blocks not yet freed
+
+// The rate of a copy of `bytes` from the device to pinned memory on `stream`, timed alone (one
+// warm-up, the median of five): GB/s (lesson 05's pinned rate, measured in the run that needs it).
+double pinned_copy_gbs(void *h_dst, const void *d_src, size_t bytes, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -275,3 +275,14 @@ int ckpt_read_manifest(const char *path, ckpt_manifest *m, char *why, size_t siz
     }
     return 0;
 }
+
+size_t ckpt_image_header(unsigned char *image, int rank, long long batch, const ckpt_run *run)
+{
+    ckpt_header h;
+    memset(&h, 0, sizeof h);
+    h.rank = rank;
+    h.batch = batch;
+    h.losses = batch + 1;
+    h.run = *run;
+    return ckpt_header_text(&h, (char *)image) == 0 ? ckpt_file_bytes(&h) : 0;
+}

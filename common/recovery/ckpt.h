@@ -1,7 +1,8 @@
-// ckpt.h: lesson 14's checkpoints as files: what one holds, how it is checked, and which one a
-// restart resumes from. Host-only C (tools/checkpoint-report reads them without a GPU). How a
-// checkpoint is written so that a crash at any instant leaves the last complete one readable
-// is the lesson's own (solutions/14_fault_tolerance/checkpoint.cu).
+// ckpt.h: lesson 16's checkpoints as files: what one holds, how it is checked, and which one a
+// restart resumes from; and the writers' words to rank 0 (ckpt_words.c). Host-only C
+// (tools/checkpoint-report reads them without a GPU). How a checkpoint is written so that a crash
+// at any instant leaves the last complete one readable is the lesson's own
+// (solutions/16_checkpoint_restart/checkpoint.cu).
 //
 //   ROOT/ckpt-00000019/rank0.bin ... rankW-1.bin   every rank's whole state after batch 19
 //   ROOT/ckpt-00000019/manifest                     written last, by rank 0, once every rank's
@@ -28,6 +29,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>  // FILE
 
 #ifdef __cplusplus
 extern "C" {
@@ -139,6 +141,16 @@ unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const doub
 int ckpt_header_text(const ckpt_header *h, char *out);
 void ckpt_trailer_text(uint64_t sum, char *out);
 size_t ckpt_file_bytes(const ckpt_header *h);
+// Rank `rank`'s header of the checkpoint of `batch` in its place at the start of `image` (a rank
+// file laid out in memory): the file's size, or 0 when the header does not fit (it always does:
+// every field of the run is bounded).
+size_t ckpt_image_header(unsigned char *image, int rank, long long batch, const ckpt_run *run);
+// Writes the first `stop` of the `size` bytes of `data` (size: all) to `out` in parts of 8 MiB,
+// each handed to the disk at once (sync_file_range, a hint), so that the disk writes one part while
+// the CPU sums the next. With `sum`, the last CKPT_TRAILER_BYTES of them are the file's trailer:
+// every byte before it is summed as it is written, the trailer made from the sum and written last,
+// and *sum receives it. Returns the bytes written, as fwrite does.
+size_t ckpt_write_parts(FILE *out, unsigned char *data, size_t size, size_t stop, uint64_t *sum);
 
 // Reads and checks a rank file; on success 0, the header, and (when not NULL) malloc'd copies
 // of the weights and losses. -1 and one line in `why`: missing, torn (shorter than its header
@@ -185,6 +197,51 @@ int ckpt_complete(const char *root, long long *out, ckpt_manifest *manifests, in
 // everything it resumes from anyway. (NULL, 0: every one is verified, as checkpoint-report --prune
 // does.) Returns how many folders it removed.
 int ckpt_prune(const char *root, long long newest, const long long *known, int nknown);
+
+// Flushes to the disk the folder that holds `path` (its entries: a renamed file's new name reaches
+// the disk only so). 0, or -1 with errno (EIO where fsync set none).
+int ckpt_sync_folder(const char *path);
+
+// Where a restart resumes (ckpt_resume.c). The CKPT_HELD newest complete checkpoints under root,
+// newest first, into held[]: how many, or -1 with why when one is another run's (any field of `run`
+// differs: why names it) or lies at or past the run's last batch (its losses would not fit, and
+// nothing would be left to train). Each folder passed over is reported as ckpt_latest reports it.
+#define CKPT_HELD 8
+int ckpt_resumable(const char *root, const ckpt_run *run, int batches, long long *held,
+                   void (*skipped)(void *ctx, long long batch, const char *why), void *ctx, char *why, size_t size);
+// What one rank holds, as the others see it (one all-gather of these): its newest complete
+// checkpoints, newest first.
+typedef struct {
+    long long batch[CKPT_HELD];
+    int n, pad;
+} ckpt_held;
+// Over every rank's (all[world]): the newest checkpoint every rank holds, or -1 when none is; *any 1
+// when some rank holds one, *alike 1 when every rank's newest is the same; `newest` what each holds
+// ("rank 0: batch 24, rank 1: none"), for the messages.
+long long ckpt_agree(const ckpt_held *all, int world, int *any, int *alike, char *newest, size_t size);
+
+// The writers' words (ckpt_words.c): each rank's checkpoint writer tells rank 0's what it did with
+// checkpoint B in a small file of the rendezvous folder, FOLDER/checkpoint.RUN.bB.rankR, a line
+// "FINGERPRINT B WHAT SIZE SUM ERRNO": "ok" with its file's size and checksum, "failed" with the
+// error, or "skipped". The writers call no NCCL: a collective from a second thread would pair with
+// the training's calls in any order. The fingerprint (the run's NCCL id, hashed) makes a word of
+// another run of the same id never read as this one's.
+typedef struct {
+    const char *folder, *run, *fingerprint;  // the rendezvous folder, the run's id, its fingerprint
+} ckpt_words;
+typedef struct {
+    char what[16];  // ok, failed, skipped
+    long long size;
+    uint64_t sum;
+    int err;
+} ckpt_word;
+// Says rank `rank`'s word of checkpoint `batch` (written whole under a temporary name, then renamed).
+void ckpt_word_say(const ckpt_words *w, long long batch, int rank, const ckpt_word *word);
+// Rank `rank`'s word of checkpoint `batch`: 1 when there is one of this run (never blocking on a
+// named pipe), else 0.
+int ckpt_word_read(const ckpt_words *w, long long batch, int rank, ckpt_word *word);
+// Removes the words of ranks 1 to world - 1 of checkpoint `batch` (rank 0, once it has read them).
+void ckpt_words_clear(const ckpt_words *w, long long batch, int world);
 
 #ifdef __cplusplus
 }

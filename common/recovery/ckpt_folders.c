@@ -1,6 +1,6 @@
 // ckpt_folders.c: the checkpoint folders under a root: which are complete, which a restart
 // resumes from, and which are removed once a newer one is complete (ckpt.h).
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE  // sync_file_range
 #include "common/recovery/ckpt.h"
 
 #include <dirent.h>
@@ -191,4 +191,39 @@ int ckpt_prune(const char *root, long long newest, const long long *known, int n
     }
     free(batches);
     return removed;
+}
+
+int ckpt_sync_folder(const char *path)
+{
+    char folder[1200];
+    snprintf(folder, sizeof folder, "%s", path);
+    char *slash = strrchr(folder, '/');
+    if (slash) *slash = '\0';
+    int fd = open(slash ? folder : ".", O_RDONLY);
+    if (fd < 0) return -1;
+    int r = fsync(fd), err = r != 0 ? errno : 0;
+    close(fd);
+    errno = r != 0 ? (err ? err : EIO) : errno;
+    return r;
+}
+
+#define WRITE_PART (8u << 20)  // bytes written, summed and handed to the disk at a time
+
+size_t ckpt_write_parts(FILE *out, unsigned char *data, size_t size, size_t stop, uint64_t *sum)
+{
+    size_t body = sum ? size - CKPT_TRAILER_BYTES : size, done = 0;
+    ckpt_sum h;
+    ckpt_sum_start(&h);
+    while (done < stop) {
+        size_t n = done < body ? body - done : size - done;  // the body in parts, then the trailer
+        if (n > WRITE_PART) n = WRITE_PART;
+        if (n > stop - done) n = stop - done;
+        if (sum && done == body) ckpt_trailer_text(ckpt_sum_end(&h), (char *)data + body);  // all before it summed
+        if (fwrite(data + done, 1, n, out) != n || fflush(out) != 0) return done;
+        sync_file_range(fileno(out), (off_t)done, (off_t)n, SYNC_FILE_RANGE_WRITE);  // a hint: no answer needed
+        if (sum && done < body) ckpt_sum_add(&h, data + done, n);
+        done += n;
+    }
+    if (sum) *sum = ckpt_sum_end(&h);
+    return done;
 }

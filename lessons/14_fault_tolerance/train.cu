@@ -1,13 +1,9 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 967438787)
-// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
+// STUDENT VERSION of solutions/14_fault_tolerance/train.cu, made by `make lessons` (checksum 991119579)
+// No exercise in this file, read it as it stands; the TODOs are in recorder.cu.
 // train.cu (lesson 14): lesson 12's data-parallel training (12's ddp.h step, its hooks lesson
 // 12's own exercises), with three additions: every NCCL call goes into the flight recorder; the
 // faults of --fault are injected; every --fingerprint-every batches the ranks compare their calls
-// before they issue them. The loop starts at the resume point and takes a checkpoint every
-// --checkpoint-every batches: blocking (checkpoint.cu), or a snapshot copied before the next
-// update and written behind the training (snapshot.cu).
-#include <signal.h>  // raise, SIGKILL
-#include <unistd.h>  // pause
+// before they issue them.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,51 +13,19 @@
 // ----------------------------------------------------------------------------
 // lesson 12's step, recorded, with the faults
 
-// --fault kill: holds the communication stream until the process is killed.
-static void CUDART_CB hold_until_killed(void *unused)
-{
-    (void)unused;
-    for (;;) pause();
-}
-
 // hooks.issue: lesson 12's ddp_issue_bucket (bucket b's all-reduce after its gradients), recorded as
-// soon as it is queued; --fault kill strikes around it, and --fault kill-writing two batches after
-// its checkpoint, the writer stopped in its file.
+// soon as it is queued; --fault kill strikes around it: every earlier call completed, this one held
+// back on its stream (dist_fault_hold), the others enter it and wait for this rank's part.
 static void issue_recorded(trainer *t, ddp_state *dp, long i, int b)
 {
     fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
-    int kill = fault_now(ft, FAULT_KILL, i), writing = fault_now(ft, FAULT_KILL_WRITING, i - 2);
-    if (kill || writing) {
-        // every checkpoint begun before is complete (kill-writing: but the one its writer is in), and
-        // every earlier call completed here, so every rank issued it; this one is held back on its
-        // stream: the others enter it and wait for this rank's part, which never comes
-        if (writing) wait_writer_mid_file(ft);
-        checkpoints_settle(ft, kill);
-        CUDA_CHECK(cudaDeviceSynchronize());
-        CUDA_CHECK(cudaLaunchHostFunc(dp->comm_stream, hold_until_killed, NULL));
-    }
+    int kill = fault_now(ft, FAULT_KILL, i);
+    if (kill) dist_fault_hold(dp->comm_stream);
     ddp_issue_bucket(t, dp, i, b);  // lesson 12's
     recorder_record(&ft->rec, FLIGHT_ALL_REDUCE, i, b, dp->plan.floats[b], sizeof(float), -1, dp->comm_stream, "comm");
-    if (kill || writing) {
-        stderr_line("%s: killed inside all-reduce #%lld at batch %ld as asked (--fault %s)", ft->dist->name,
-                    ft->rec.collectives - 1, i, kill ? "kill" : "kill-writing, its writer half way through its file");
-        raise(SIGKILL);
-    }
-}
-
-// hooks.wait: before bucket b's update, lesson 12's wait for its all-reduce; before the step's
-// first update, when a checkpoint is due, the snapshot of the weights the step is about to change
-// (snapshot.cu), then handed to the writer thread.
-static void wait_before_update(trainer *t, ddp_state *dp, int b)
-{
-    fault_tolerance *ft = (fault_tolerance *)dp->hooks.ctx;
-    if (b == 0 && ft->ckpt.snap.due) {
-        double t0 = host_now_ms();
-        snapshot_copy(t, ft);  // exercise 14-snapshot
-        snapshot_hand_over(ft);
-        ft->ckpt.fig.stall_ms += host_now_ms() - t0;
-    }
-    ddp_wait_reduced(t, dp, b);  // lesson 12's
+    if (kill)
+        dist_fault_kill(ft->dist, "killed inside all-reduce #%lld at batch %ld as asked (--fault kill)",
+                        ft->rec.collectives - 1, i);
 }
 
 // hooks.order: the buckets this rank issues at batch i, in order: 0, 1, ... (the order of the
@@ -94,7 +58,7 @@ void step_hooks(fault_tolerance *ft)
 {
     ddp_hooks *h = &ft->dp.hooks;
     h->issue = issue_recorded;
-    h->wait = wait_before_update;  // lesson 12's ddp_wait_reduced, the snapshot before it
+    h->wait = ddp_wait_reduced;  // lesson 12's own
     h->order = bucket_order;
     h->issued = note_losses;
     h->ctx = ft;
@@ -223,31 +187,23 @@ static void fingerprint_check(fault_tolerance *ft, long i)
 }
 
 // ----------------------------------------------------------------------------
-// the training loop (lesson 12's), from the resume point
+// the training loop (lesson 12's), a fingerprint check before every --fingerprint-every batches
 
 int train_loop(trainer *t, fault_tolerance *ft)
 {
-    checkpointing *c = &ft->ckpt;
-    long next_loss = c->start;  // the losses before the resume point came with the checkpoint
-    c->steady_t0_ms = host_now_ms(), c->steady_from = c->start;  // --checkpoint-every auto moves them on
-    for (long i = c->start; i < t->opt.batches; i++) {
-        writer_check(ft);  // a checkpoint writer that failed stops the run here, saying why
+    ddp_state *dp = &ft->dp;
+    long next_loss = 0;  // the first batch whose loss has not been taken yet
+    for (long i = 0; i < t->opt.batches; i++) {
+        if (fault_now(ft, FAULT_HANG, i))  // before its check: the others wait in the check's all-gather
+            dist_hang(ft->dist, t->compute_stream, "hanging at batch %ld, its fingerprint check next (--fault hang)",
+                      i);
         if (ft->fingerprint_every > 0 && i % ft->fingerprint_every == 0) fingerprint_check(ft, i);
-        float *d_batch = ddp_copy_batch(t, &ft->dp, i, c->start);  // lesson 12's, its slots new at the resume point
-        ddp_step(t, &ft->dp, i, d_batch);  // lesson 12's step, its hooks above (a snapshot before the update)
-        CUDA_CHECK(cudaEventRecord(ft->dp.stepped[i % DDP_SLOTS], t->compute_stream));
-        loss_ring_queue(&ft->dp.losses, t, i, t->compute_stream);
-        loss_ring_interval(&ft->dp.losses, t, i, DDP_SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
-        // with --checkpoint-dir, a checkpoint every --checkpoint-every batches (auto: chosen from what
-        // the first cost, interval.cu), none after the last: the run is done
-        if (checkpoint_due(t, ft, i)) {
-            if (c->mode == CKPT_BLOCKING)
-                checkpoint_save(t, ft, i, &next_loss);
-            else
-                snapshot_due(t, ft, i, next_loss);  // copied before batch i + 1's update, written behind it
-        }
+        float *d_batch = ddp_copy_batch(t, dp, i, 0);  // lesson 12's: the host slot, the copy, their waits
+        ddp_step(t, dp, i, d_batch);                   // lesson 12's step, its hooks above
+        CUDA_CHECK(cudaEventRecord(dp->stepped[i % DDP_SLOTS], t->compute_stream));
+        loss_ring_queue(&dp->losses, t, i, t->compute_stream);
+        loss_ring_interval(&dp->losses, t, i, DDP_SYNC_INTERVAL, &next_loss);  // lesson 08's, its waits polled
     }
-    ddp_average_losses(t, &ft->dp);  // its all-reduce recorded (note_losses)
-    checkpoints_drain(t, ft);        // the last checkpoint written before the run ends
+    ddp_average_losses(t, dp);  // its all-reduce recorded (note_losses)
     return 0;
 }

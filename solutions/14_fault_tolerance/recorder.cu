@@ -8,12 +8,7 @@
 #include <string.h>
 #include <time.h>  // nanosleep: the stop's short wait for a slot being filled
 
-#include "recorder.h"  // defines: flight_recorder, recorder_record, recorder_write (and dist.h, flight.h)
-
-#include "common/base/check.h"        // defines: CUDA_CHECK
-#include "common/base/stderr_line.h"  // defines: stderr_line
-#include "common/gpu/memory.h"        // defines: host_calloc
-#include "common/model/data.h"        // defines: fnv1a, FNV1A_START
+#include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
 
 void recorder_init(flight_recorder *r, dist_env *d, int slots)
 {

@@ -1,11 +1,9 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/writer.cu, made by `make lessons` (checksum 2806378478)
-// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, recorder.cu, resume.cu, snapshot.cu.
-// writer.cu (lesson 14): the checkpoint writer thread of the snapshot (snapshot.cu). It waits for
+// writer.cu (lesson 16): the checkpoint writer thread of the snapshot (snapshot.cu). It waits for
 // the snapshot's copy (polled on its own thread), writes the losses the copy brought into the image,
 // writes the rank's file (write_atomically, as the blocking checkpoint does), leaves a word in the
-// rendezvous folder for rank 0, and gives the image back. Then, holding no image, rank 0's writer
-// waits for every rank's word, writes the manifest, last, and prunes: the next snapshot waits for
-// the file's write alone. The threads call no NCCL: a word is a small file of this user's own.
+// rendezvous folder for rank 0 (common/recovery/ckpt.h's words), and gives the image back. Then,
+// holding no image, rank 0's writer waits for every rank's word, writes the manifest, last, and
+// prunes: the next snapshot waits for the file's write alone. The threads call no NCCL.
 // A writer that fails never exits: it keeps its message for the main thread (writer_check).
 #include <errno.h>
 #include <pthread.h>
@@ -13,11 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>    // nanosleep
-#include <unistd.h>  // getpid, pause, unlink
+#include <unistd.h>  // pause
 
-#include "common/base/own_file.h"      // defines: own_file_create, own_file_publish
-#include "common/base/regular_file.h"  // defines: regular_file_open
-#include "fault_tolerance.h"           // the lesson's types, and through it the course's headers
+#include "checkpoint_restart.h"  // the lesson's types, and through it the course's headers
 
 // A short sleep between two polls: the writer's, of its copy and of the words; the main thread's,
 // of the writer.
@@ -27,27 +23,12 @@ void nap(long ns)
     nanosleep(&ts, NULL);
 }
 
-// ----------------------------------------------------------------------------
-// the words: what each rank's writer did, for rank 0's
-
-// The writers' words in the rendezvous folder: what rank R's writer did with checkpoint B, read by
-// rank 0's: "FINGERPRINT B ok SIZE SUM 0", "... failed 0 0 ERRNO", "... skipped 0 0 0". The
-// fingerprint (NCCL's id, hashed) makes a word of another run with the same id never read as this one's.
-static void word_path(const dist_env *d, long batch, int rank, char *out, size_t size)
+// What this rank's writer did with checkpoint `batch`, for rank 0's (common/recovery/ckpt.h's words).
+void say_word(checkpoint_restart *cr, long batch, const char *what, long long size, uint64_t sum, int err)
 {
-    snprintf(out, size, "%s/checkpoint.%s.b%ld.rank%d", d->folder, d->run, batch, rank);
-}
-
-void say_word(fault_tolerance *ft, long batch, const char *what, long long size, uint64_t sum, int err)
-{
-    dist_env *d = ft->dist;
-    char path[1300], tmp[1400];
-    word_path(d, batch, d->rank, path, sizeof path);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = own_file_create(tmp);
-    if (!f) return;  // rank 0 then waits until --timeout-s, and says so
-    fprintf(f, "%s %ld %s %lld %016llx %d\n", d->fingerprint, batch, what, size, (unsigned long long)sum, err);
-    own_file_publish(f, tmp, path);
+    ckpt_word word = {"", size, sum, err};
+    snprintf(word.what, sizeof word.what, "%s", what);
+    ckpt_word_say(&cr->ckpt.words, batch, cr->dist->rank, &word);
 }
 
 // ----------------------------------------------------------------------------
@@ -55,11 +36,11 @@ void say_word(fault_tolerance *ft, long batch, const char *what, long long size,
 
 // The writer waits for the snapshot's copy, polled: a stop of the run (quit) ends the wait.
 // 0, or -1 with CUDA's message in `why`.
-static int wait_for_copy(fault_tolerance *ft, char *why, size_t size)
+static int wait_for_copy(checkpoint_restart *cr, char *why, size_t size)
 {
-    checkpoint_writer *w = &ft->ckpt.writer;
+    checkpoint_writer *w = &cr->ckpt.writer;
     for (;;) {
-        cudaError_t state = cudaEventQuery(ft->ckpt.snap.copied);
+        cudaError_t state = cudaEventQuery(cr->ckpt.snap.copied);
         if (state == cudaSuccess) return 0;
         if (state != cudaErrorNotReady) {  // CUDA_CHECK's message, without its exit(): the main thread says it
             check_message(why, size, "waiting for the snapshot's copy (the checkpoint writer)", __FILE__, __LINE__,
@@ -77,36 +58,19 @@ static int wait_for_copy(fault_tolerance *ft, char *why, size_t size)
     }
 }
 
-// Rank r's word of checkpoint `batch`, when there is one of this run: 1 and what it says, else 0.
-static int read_word(const fault_tolerance *ft, long batch, int r, char *what, long long *size, uint64_t *sum, int *err)
-{
-    const dist_env *d = ft->dist;
-    char path[1300], fp[32], why[160];
-    long b = -1;
-    unsigned long long s = 0;
-    word_path(d, batch, r, path, sizeof path);
-    FILE *f = regular_file_open(path, why, sizeof why);  // a named pipe there would block rank 0's writer
-    if (!f) return 0;
-    int n = fscanf(f, "%31s %ld %15s %lld %16llx %d", fp, &b, what, size, &s, err);
-    fclose(f);
-    *sum = s;
-    return n == 6 && strcmp(fp, d->fingerprint) == 0 && b == batch;
-}
-
 // Rank 0's writer: every other rank's word of checkpoint `batch`, into sizes[] and sums[]. 1 when
 // every rank wrote its file, 0 when one skipped it (no manifest: the checkpoint is abandoned), -1
 // with why when one failed, or said nothing for --timeout-s.
-static int gather_words(fault_tolerance *ft, long batch, long long *sizes, uint64_t *sums, char *why, size_t size)
+static int gather_words(checkpoint_restart *cr, long batch, long long *sizes, uint64_t *sums, char *why, size_t size)
 {
-    dist_env *d = ft->dist;
+    dist_env *d = cr->dist;
     double since = host_now_ms();
     for (int r = 1; r < d->world; r++) {
-        char what[16] = "";
-        int err = 0;
-        while (!read_word(ft, batch, r, what, &sizes[r], &sums[r], &err)) {
-            pthread_mutex_lock(&ft->ckpt.writer.lock);
-            int quit = ft->ckpt.writer.quit;
-            pthread_mutex_unlock(&ft->ckpt.writer.lock);
+        ckpt_word word;
+        while (!ckpt_word_read(&cr->ckpt.words, batch, r, &word)) {
+            pthread_mutex_lock(&cr->ckpt.writer.lock);
+            int quit = cr->ckpt.writer.quit;
+            pthread_mutex_unlock(&cr->ckpt.writer.lock);
             if (quit || host_now_ms() - since > d->timeout_s * 1e3) {
                 snprintf(why, size,
                          "the checkpoint of batch %ld was not written: no word from rank %d of its file after %.0f s",
@@ -115,53 +79,44 @@ static int gather_words(fault_tolerance *ft, long batch, long long *sizes, uint6
             }
             nap(WORD_POLL_NS);
         }
-        if (strcmp(what, "skipped") == 0) return 0;
-        if (strcmp(what, "ok") != 0) {
+        sizes[r] = word.size, sums[r] = word.sum;
+        if (strcmp(word.what, "skipped") == 0) return 0;
+        if (strcmp(word.what, "ok") != 0) {
             snprintf(why, size,
                      "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
                      "complete checkpoint stays where it was",
-                     batch, r, strerror(err));
+                     batch, r, strerror(word.err));
             return -1;
         }
     }
     return 1;
 }
 
-// Removes every rank's word of checkpoint `batch` (rank 0, once it has read them).
-void clear_words(fault_tolerance *ft, long batch)
-{
-    char path[1300];
-    for (int r = 1; r < ft->dist->world; r++) {
-        word_path(ft->dist, batch, r, path, sizeof path);
-        unlink(path);
-    }
-}
-
 // A checkpoint's first stage, on the writer thread: the copy waited for, the file laid out around the
 // weights and written, the word said; its size and sum into sizes[] and sums[] (this rank's). The
 // image is free once it returns. 1 when the file is written, -1 with why.
-static int write_file(trainer *t, fault_tolerance *ft, long batch, long next_loss, long long *sizes, uint64_t *sums,
+static int write_file(trainer *t, checkpoint_restart *cr, long batch, long next_loss, long long *sizes, uint64_t *sums,
                       char *why, size_t size)
 {
-    checkpointing *c = &ft->ckpt;
+    checkpointing *c = &cr->ckpt;
     snapshot *s = &c->snap;
-    dist_env *d = ft->dist;
-    if (wait_for_copy(ft, why, size) != 0) return -1;
+    dist_env *d = cr->dist;
+    if (wait_for_copy(cr, why, size) != 0) return -1;
     c->fig.copy_ms += event_ms(s->began, s->copied);
     c->fig.copies++;
     trace_range range = trace_begin(TL_RANGE_OTHER, "write", (int)batch);
     double t0 = host_now_ms();
-    for (long k = next_loss; k <= batch; k++) image_loss(t, ft, k, s->h_ring[k % t->loss_slots]);  // not yet taken
+    for (long k = next_loss; k <= batch; k++) image_loss(t, cr, k, s->h_ring[k % t->loss_slots]);  // not yet taken
     if (c->write_delay_ms > 0) host_sleep_ms(c->write_delay_ms);  // a test delay: a checkpoint that stays busy
     // a failure is what the call answers, never what errno happens to hold (0 after some failures)
-    int failed = write_rank_file(ft, batch, &sizes[d->rank], &sums[d->rank]) != 0, err = failed ? errno : 0;
+    int failed = write_rank_file(cr, batch, &sizes[d->rank], &sums[d->rank]) != 0, err = failed ? errno : 0;
     if (failed && !err) err = EIO;
     c->fig.last_write_ms = host_now_ms() - t0;
     c->fig.write_ms += c->fig.last_write_ms;
     c->fig.bytes = (size_t)sizes[d->rank];
     c->fig.bytes_written += (double)sizes[d->rank];
     trace_end(&range);
-    if (d->world > 1 && d->rank != 0) say_word(ft, batch, failed ? "failed" : "ok", sizes[d->rank], sums[d->rank], err);
+    if (d->world > 1 && d->rank != 0) say_word(cr, batch, failed ? "failed" : "ok", sizes[d->rank], sums[d->rank], err);
     if (failed) {
         snprintf(why, size,
                  "the checkpoint of batch %ld was not written: rank %d could not write its file (%s); the last "
@@ -175,15 +130,15 @@ static int write_file(trainer *t, fault_tolerance *ft, long batch, long next_los
 
 // Rank 0's second stage, holding no image: every other rank's word, then the manifest and the prune
 // (commit_checkpoint). 1 when the checkpoint is complete, 0 when another rank skipped it, -1 with why.
-static int commit_stage(fault_tolerance *ft, long batch, long long *sizes, uint64_t *sums, char *why, size_t size)
+static int commit_stage(checkpoint_restart *cr, long batch, long long *sizes, uint64_t *sums, char *why, size_t size)
 {
-    checkpointing *c = &ft->ckpt;
+    checkpointing *c = &cr->ckpt;
     trace_range range = trace_begin(TL_RANGE_OTHER, "commit", (int)batch);
     double t0 = host_now_ms();
-    int every = gather_words(ft, batch, sizes, sums, why, size);
+    int every = gather_words(cr, batch, sizes, sums, why, size);
     if (every == 0) c->fig.abandoned++;  // another rank skipped it: no manifest, ckpt_prune removes the folder later
-    int done = every > 0 && commit_checkpoint(ft, batch, sizes, sums, why, size) != 0 ? -1 : every;
-    if (every >= 0) clear_words(ft, batch);
+    int done = every > 0 && commit_checkpoint(cr, batch, sizes, sums, why, size) != 0 ? -1 : every;
+    if (every >= 0) ckpt_words_clear(&cr->ckpt.words, batch, cr->dist->world);
     if (done > 0) c->fig.written++;
     c->fig.last_commit_ms = host_now_ms() - t0;
     c->fig.commit_ms += c->fig.last_commit_ms;
@@ -198,7 +153,7 @@ static void stage_over(checkpoint_writer *w, int done, long batch, int first, in
 {
     pthread_mutex_lock(&w->lock);
     if (done < 0 && !w->error[0]) snprintf(w->error, sizeof w->error, "%s", why);
-    if (done > 0 && !commit) w->ft->ckpt.snap.last_complete = batch;
+    if (done > 0 && !commit) w->cr->ckpt.snap.last_complete = batch;
     if (first) w->busy = 0;  // the image is free: the next snapshot may land in it
     w->committing = commit;
     pthread_mutex_unlock(&w->lock);
@@ -208,7 +163,7 @@ void *writer_main(void *arg)
 {
     checkpoint_writer *w = (checkpoint_writer *)arg;
     trainer *t = w->t;
-    fault_tolerance *ft = w->ft;
+    checkpoint_restart *cr = w->cr;
     trace_name_thread("checkpoint writer", TL_TRACK_THREAD);
     char why[sizeof w->error];
     cudaError_t set = cudaSetDevice(w->device);  // a thread starts on device 0: the rank's own, for its events
@@ -226,10 +181,10 @@ void *writer_main(void *arg)
         pthread_mutex_unlock(&w->lock);
         long long sizes[CKPT_MAX_RANKS] = {0};
         uint64_t sums[CKPT_MAX_RANKS] = {0};
-        int done = set == cudaSuccess ? write_file(t, ft, batch, next_loss, sizes, sums, why, sizeof why) : -1;
-        int commit = done > 0 && ft->dist->rank == 0;
+        int done = set == cudaSuccess ? write_file(t, cr, batch, next_loss, sizes, sums, why, sizeof why) : -1;
+        int commit = done > 0 && cr->dist->rank == 0;
         stage_over(w, done, batch, 1, commit, why);
-        if (commit) stage_over(w, commit_stage(ft, batch, sizes, sums, why, sizeof why), batch, 0, 0, why);
+        if (commit) stage_over(w, commit_stage(cr, batch, sizes, sums, why, sizeof why), batch, 0, 0, why);
     }
     return NULL;
 }
@@ -237,27 +192,27 @@ void *writer_main(void *arg)
 // ----------------------------------------------------------------------------
 // --fault kill-writing: the writer stops half way through its file
 
-void writer_mid_file(fault_tolerance *ft)
+void writer_mid_file(checkpoint_restart *cr)
 {
-    checkpoint_writer *w = &ft->ckpt.writer;
+    checkpoint_writer *w = &cr->ckpt.writer;
     stderr_line("%s: its checkpoint writer stops half way through the checkpoint of batch %ld as asked "
                 "(--fault kill-writing)",
-                ft->dist->name, (long)ft->fault.at_batch);
+                cr->dist->name, (long)cr->fault.at_batch);
     pthread_mutex_lock(&w->lock);
     w->mid_file = 1;
     pthread_mutex_unlock(&w->lock);
     for (;;) pause();  // until the rank is killed
 }
 
-void wait_writer_mid_file(fault_tolerance *ft)
+void wait_writer_mid_file(checkpoint_restart *cr)
 {
-    checkpoint_writer *w = &ft->ckpt.writer;
+    checkpoint_writer *w = &cr->ckpt.writer;
     double since = host_now_ms();
     for (;;) {
         pthread_mutex_lock(&w->lock);
         int there = w->mid_file;
         pthread_mutex_unlock(&w->lock);
-        if (there || host_now_ms() - since > ft->dist->timeout_s * 1e3) return;
+        if (there || host_now_ms() - since > cr->dist->timeout_s * 1e3) return;
         nap(WORD_POLL_NS);
     }
 }

@@ -1,11 +1,11 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/snapshot.cu, made by `make lessons` (checksum 1806423188)
+// STUDENT VERSION of solutions/16_checkpoint_restart/snapshot.cu, made by `make lessons` (checksum 1006712821)
 // Fill in its 1 TODO.
-// snapshot.cu (lesson 14): the checkpoint that costs one copy (--checkpoint-mode snapshot, the
+// snapshot.cu (lesson 16): the checkpoint that costs one copy (--checkpoint-mode snapshot, the
 // default). At a checkpoint after batch i the main thread only records an event behind batch i's
 // update; before batch i+1's first update, a copy stream of the checkpoint's own ("snapshot" on the
 // timeline) copies the weights, and the losses the host has not taken yet, into a pinned image of
 // the rank's file, while batch i+1's forward and backward passes run; batch i+1's update waits for
-// the copy on the device, never the host (exercise 14-snapshot). A writer thread then waits for the
+// the copy on the device, never the host (exercise 16-snapshot). A writer thread then waits for the
 // copy, writes the file (write_atomically, as the blocking checkpoint does), says so to rank 0
 // through the rendezvous folder, and rank 0's writer writes the manifest once every rank's file is
 // written, then prunes: the same rules, behind the training.
@@ -15,14 +15,14 @@
 // image is free once this rank's file is written: rank 0's manifest and prune hold none.
 // A writer that fails never exits (the main thread may be inside CUDA): it formats its message
 // (check_message for a CUDA error) and the main thread stops the run with it at its next batch.
-// The writer thread itself, and the writers' words to rank 0, are in writer.cu.
+// The writer thread itself is in writer.cu.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>  // stat: a manifest there yet
 
-#include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
+#include "checkpoint_restart.h"  // the lesson's types, and through it the course's headers
 
 // ----------------------------------------------------------------------------
 // the snapshot: two copies on the checkpoint's stream, ordered by two events
@@ -42,9 +42,9 @@ static void test_hold(trainer *t, snapshot *s)
 // On the snapshot's stream: the losses the host has not taken yet, from the device's loss ring
 // into its pinned copy (one or two ranges, the ring wrapped), and the weights into their place in
 // the image.
-static void issue_copies(trainer *t, fault_tolerance *ft)
+static void issue_copies(trainer *t, checkpoint_restart *cr)
 {
-    snapshot *s = &ft->ckpt.snap;
+    snapshot *s = &cr->ckpt.snap;
     test_hold(t, s);
     CUDA_CHECK(cudaEventRecord(s->began, s->stream));
     int slots = t->loss_slots;
@@ -54,19 +54,19 @@ static void issue_copies(trainer *t, fault_tolerance *ft)
     if (n > head)
         CUDA_CHECK(cudaMemcpyAsync(s->h_ring, t->d_loss, sizeof(float) * (size_t)(n - head), cudaMemcpyDeviceToHost,
                                    s->stream));
-    CUDA_CHECK(cudaMemcpyAsync(ft->ckpt.image + CKPT_HEADER_BYTES, t->model.d_params,
+    CUDA_CHECK(cudaMemcpyAsync(cr->ckpt.image + CKPT_HEADER_BYTES, t->model.d_params,
                                sizeof(float) * t->model.shape.nparams, cudaMemcpyDeviceToHost, s->stream));
 }
 
-void snapshot_copy(trainer *t, fault_tolerance *ft)
+void snapshot_copy(trainer *t, checkpoint_restart *cr)
 {
-    snapshot *s = &ft->ckpt.snap;
-    // TODO(14-snapshot): s->stream waits for s->updated, then the compute stream for
+    snapshot *s = &cr->ckpt.snap;
+    // TODO(16-snapshot): s->stream waits for s->updated, then the compute stream for
     // s->copied (cudaStreamWaitEvent, the device's waits, never the host's): the copies read the
     // weights that batch s->batch's update wrote, so s->stream waits for s->updated before
     // issue_copies; this step's update, next on t->compute_stream, overwrites them, so it waits for
     // s->copied, recorded after the copies
-    issue_copies(t, ft);
+    issue_copies(t, cr);
     CUDA_CHECK(cudaEventRecord(s->copied, s->stream));
 }
 
@@ -76,70 +76,61 @@ void snapshot_copy(trainer *t, fault_tolerance *ft)
 // The main thread's wait for the writer (or its failure): for the image (whole 0: its file written),
 // or for all of it (whole 1: rank 0's manifest and prune too). Polled, so that another rank's
 // failure, NCCL's, or --timeout-s stops this rank meanwhile. What HOST_WAIT waits in.
-static cudaError_t writer_idle(fault_tolerance *ft, int whole)
+static cudaError_t writer_idle(checkpoint_restart *cr, int whole)
 {
-    checkpoint_writer *w = &ft->ckpt.writer;
-    dist_env *d = ft->dist;
-    dist_waiting wt = dist_waiting_start("waiting for the checkpoint writer");
-    char why[300];
+    checkpoint_writer *w = &cr->ckpt.writer;
+    dist_waiting wt = dist_waiting_start("waiting for its checkpoint writer");
     for (;;) {
         pthread_mutex_lock(&w->lock);
         int busy = (w->busy || (whole && w->committing)) && !w->error[0];
         pthread_mutex_unlock(&w->lock);
         if (!busy) return cudaSuccess;
-        for (int k = 0; k < d->ncomms; k++) {
-            ncclResult_t state = ncclSuccess;
-            if (ncclCommGetAsyncError(d->comms[k], &state) == ncclSuccess && state != ncclSuccess &&
-                state != ncclInProgress)
-                dist_abort(d, "NCCL reported %s on %s while this rank was waiting for its checkpoint writer",
-                           ncclGetErrorString(state), d->comm_names[k]);
-        }
-        if (dist_waiting_over(d, &wt, why, sizeof why)) dist_abort(d, "%s", why);
+        dist_waiting_watch(cr->dist, &wt);  // another rank's note, NCCL's error, --timeout-s: this rank stops
         nap(WORD_POLL_NS);
     }
 }
 
-void writer_check(fault_tolerance *ft)
+void writer_check(checkpoint_restart *cr)
 {
-    checkpoint_writer *w = &ft->ckpt.writer;
+    checkpoint_writer *w = &cr->ckpt.writer;
     if (!w->started) return;
     char error[sizeof w->error];
     pthread_mutex_lock(&w->lock);
     memcpy(error, w->error, sizeof error);
     pthread_mutex_unlock(&w->lock);
-    if (error[0]) dist_fail(ft->dist, "%s", error);
+    if (error[0]) dist_fail(cr->dist, "%s", error);
 }
 
-void snapshot_due(trainer *t, fault_tolerance *ft, long batch, long next_loss)
+void snapshot_due(trainer *t, checkpoint_restart *cr, long batch, long next_loss)
 {
-    checkpointing *c = &ft->ckpt;
+    checkpointing *c = &cr->ckpt;
     checkpoint_writer *w = &c->writer;
     snapshot *s = &c->snap;
     double t0 = host_now_ms();
     c->fig.due++;
-    writer_check(ft);
+    writer_check(cr);
     pthread_mutex_lock(&w->lock);
     int busy = w->busy;
     pthread_mutex_unlock(&w->lock);
     if (busy && c->busy_rule == BUSY_SKIP) {
         c->fig.busy_skips++;
-        if (ft->dist->world > 1 && ft->dist->rank != 0) say_word(ft, batch, "skipped", 0, 0, 0);
+        if (cr->dist->world > 1 && cr->dist->rank != 0) say_word(cr, batch, "skipped", 0, 0, 0);
         c->fig.stall_ms += host_now_ms() - t0;
         return;
     }
     if (busy) {  // the image, the one slot of a checkpoint in flight, is still being written
         c->fig.busy_waits++;
         double w0 = host_now_ms();
-        HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "checkpoint busy", writer_idle(ft, 0));
+        HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "checkpoint busy", writer_idle(cr, 0));
         c->fig.busy_wait_ms += host_now_ms() - w0;
-        writer_check(ft);
+        writer_check(cr);
     }
     // lesson 08's ring holds the last loss_slots losses, and batch + 1's overwrites the oldest
     // before its update waits for the snapshot: the losses not yet taken must fit in the others
     if (batch - next_loss + 1 > t->loss_slots - 1)
-        dist_fail(ft->dist, "the snapshot of batch %ld would need losses %ld to %ld from a ring of %d", batch,
+        dist_fail(cr->dist, "the snapshot of batch %ld would need losses %ld to %ld from a ring of %d", batch,
                   next_loss, batch, t->loss_slots);
-    for (long k = 0; k < next_loss; k++) image_loss(t, ft, k, t->run.losses[k]);  // taken; the rest come with the copy
+    for (long k = 0; k < next_loss; k++) image_loss(t, cr, k, t->run.losses[k]);  // taken; the rest come with the copy
     pthread_mutex_lock(&w->lock);
     w->busy = 1;
     w->batch = batch;
@@ -152,39 +143,26 @@ void snapshot_due(trainer *t, fault_tolerance *ft, long batch, long next_loss)
     c->fig.stall_ms += host_now_ms() - t0;
 }
 
-void snapshot_hand_over(fault_tolerance *ft)
+void snapshot_hand_over(checkpoint_restart *cr)
 {
-    checkpoint_writer *w = &ft->ckpt.writer;
+    checkpoint_writer *w = &cr->ckpt.writer;
     pthread_mutex_lock(&w->lock);
     w->job = 1;
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
-    ft->ckpt.snap.due = 0;
+    cr->ckpt.snap.due = 0;
 }
 
 // ----------------------------------------------------------------------------
 // setup, the end, and what the faults wait for
 
-// The weights' copy into the pinned image, timed alone (lesson 05's pinned rate, in this run).
-typedef struct {
-    trainer *t;
-    fault_tolerance *ft;
-    cudaStream_t stream;
-} copy_alone;
-
-static void copy_weights(void *ctx)
+void checkpoints_setup(trainer *t, checkpoint_restart *cr)
 {
-    copy_alone *a = (copy_alone *)ctx;
-    CUDA_CHECK(cudaMemcpyAsync(a->ft->ckpt.image + CKPT_HEADER_BYTES, a->t->model.d_params,
-                               sizeof(float) * a->t->model.shape.nparams, cudaMemcpyDeviceToHost, a->stream));
-}
-
-void checkpoints_setup(trainer *t, fault_tolerance *ft)
-{
-    checkpointing *c = &ft->ckpt;
+    checkpointing *c = &cr->ckpt;
     snapshot *s = &c->snap;
     checkpoint_writer *w = &c->writer;
     s->last_complete = c->resume_from;
+    c->words = (ckpt_words){cr->dist->folder, cr->dist->run, cr->dist->fingerprint};
     c->probe = -1;
     c->next_due = c->start + AUTO_FIRST - 1;  // --checkpoint-every auto's first checkpoint
     if (!c->root) return;
@@ -196,14 +174,14 @@ void checkpoints_setup(trainer *t, fault_tolerance *ft)
     c->image_bytes = ckpt_file_bytes(&last);
     c->image = (unsigned char *)pinned_alloc(c->image_bytes);
     CUDA_CHECK(cudaEventCreateWithFlags(&c->params_copied, cudaEventDisableTiming));
-    copy_alone a = {t, ft, t->compute_stream};  // where the blocking checkpoint copies
+    cudaStream_t copies = t->compute_stream;  // where the blocking checkpoint copies
     if (c->mode == CKPT_SNAPSHOT) {
         CUDA_CHECK(cudaStreamCreateWithFlags(&s->stream, cudaStreamNonBlocking));
         trace_name_stream(s->stream, "snapshot");
-        a.stream = s->stream;
+        copies = s->stream;
     }
-    stats alone = time_gpu_work(copy_weights, &a, &a.stream, 1, 1, 5);
-    c->fig.d2h_pinned_gbs = alone.median > 0 ? sizeof(float) * t->model.shape.nparams / (alone.median * 1e6) : 0;
+    c->fig.d2h_pinned_gbs = pinned_copy_gbs(c->image + CKPT_HEADER_BYTES, t->model.d_params,
+                                            sizeof(float) * t->model.shape.nparams, copies);  // alone, lesson 05's
     if (c->mode != CKPT_SNAPSHOT) return;
     CUDA_CHECK(cudaEventCreateWithFlags(&s->updated, cudaEventDisableTiming));
     CUDA_CHECK(cudaEventCreateWithFlags(&s->held, cudaEventDisableTiming));
@@ -214,21 +192,21 @@ void checkpoints_setup(trainer *t, fault_tolerance *ft)
     pthread_cond_init(&w->wake, NULL);
     CUDA_CHECK(cudaGetDevice(&w->device));
     w->t = t;
-    w->ft = ft;
+    w->cr = cr;
     if (pthread_create(&w->thread, NULL, writer_main, w) != 0)
-        dist_fail(ft->dist, "cannot start the checkpoint writer thread");
+        dist_fail(cr->dist, "cannot start the checkpoint writer thread");
     w->started = 1;
 }
 
-void checkpoints_drain(trainer *t, fault_tolerance *ft)
+void checkpoints_drain(trainer *t, checkpoint_restart *cr)
 {
-    checkpointing *c = &ft->ckpt;
+    checkpointing *c = &cr->ckpt;
     checkpoint_writer *w = &c->writer;
     if (!w->started) return;
     double t0 = host_now_ms();
-    HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "checkpoint busy", writer_idle(ft, 1));  // the last checkpoint complete
+    HOST_WAIT(t, TL_RANGE_SLOT_WAIT, "checkpoint busy", writer_idle(cr, 1));  // the last checkpoint complete
     c->fig.end_wait_ms += host_now_ms() - t0;
-    writer_check(ft);
+    writer_check(cr);
     pthread_mutex_lock(&w->lock);
     w->quit = 1;
     pthread_cond_signal(&w->wake);
@@ -237,14 +215,15 @@ void checkpoints_drain(trainer *t, fault_tolerance *ft)
     w->started = 0;
 }
 
-void checkpoints_teardown(trainer *t, fault_tolerance *ft)
+void checkpoints_teardown(trainer *t, checkpoint_restart *cr)
 {
-    checkpointing *c = &ft->ckpt;
+    checkpointing *c = &cr->ckpt;
     snapshot *s = &c->snap;
     if (!c->root) return;
     // rank 0: the words of checkpoints it skipped (every rank has drained: the report's all-gather came after)
-    int words = c->mode == CKPT_SNAPSHOT && ft->dist->world > 1 && ft->dist->rank == 0;
-    for (long b = c->start; words && b < t->opt.batches; b++) clear_words(ft, b);  // auto: any batch
+    int words = c->mode == CKPT_SNAPSHOT && cr->dist->world > 1 && cr->dist->rank == 0;
+    for (long b = c->start; words && b < t->opt.batches; b++)  // auto: any batch
+        ckpt_words_clear(&c->words, b, cr->dist->world);
     CUDA_CHECK(cudaEventDestroy(c->params_copied));
     pinned_free(c->image);
     if (c->mode != CKPT_SNAPSHOT) return;
@@ -258,12 +237,12 @@ void checkpoints_teardown(trainer *t, fault_tolerance *ft)
     pthread_mutex_destroy(&c->writer.lock);
 }
 
-void checkpoints_settle(fault_tolerance *ft, int own_too)
+void checkpoints_settle(checkpoint_restart *cr, int own_too)
 {
-    checkpointing *c = &ft->ckpt;
+    checkpointing *c = &cr->ckpt;
     checkpoint_writer *w = &c->writer;
     if (!c->root || c->mode != CKPT_SNAPSHOT) return;  // blocking: every checkpoint before is complete
-    if (own_too) CUDA_CHECK(writer_idle(ft, 1));
+    if (own_too) CUDA_CHECK(writer_idle(cr, 1));
     pthread_mutex_lock(&w->lock);
     long last = c->snap.last_complete;
     pthread_mutex_unlock(&w->lock);
@@ -274,5 +253,5 @@ void checkpoints_settle(fault_tolerance *ft, int own_too)
     // rank 0's writer writes it; a folder this rank alone sees never has it: half the time limit, then
     // on (a wait of the main thread for this writer has the whole)
     double since = host_now_ms();
-    while (stat(path, &st) != 0 && host_now_ms() - since < ft->dist->timeout_s * 500) nap(WORD_POLL_NS);
+    while (stat(path, &st) != 0 && host_now_ms() - since < cr->dist->timeout_s * 500) nap(WORD_POLL_NS);
 }

@@ -1,4 +1,6 @@
-// interval.cu (lesson 14): when a checkpoint is due. With --checkpoint-every N, after every N
+// STUDENT VERSION of solutions/16_checkpoint_restart/interval.cu, made by `make lessons` (checksum 2914573565)
+// No exercise in this file, read it as it stands; the TODOs are in checkpoint.cu, resume.cu, snapshot.cu.
+// interval.cu (lesson 16): when a checkpoint is due. With --checkpoint-every N, after every N
 // batches, counted from batch 0 (a restart keeps the schedule). With --checkpoint-every auto (the
 // default), CheckFreq's rule (Mohan et al., FAST '21): measure what a checkpoint costs, then choose
 // the interval from it. The first checkpoint comes after AUTO_FIRST batches; after the next batch
@@ -10,9 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
+#include "checkpoint_restart.h"  // the lesson's types, and through it the course's headers
 
-int auto_interval(const checkpoint_cost *c, int most)
+int auto_interval(const ckpt_cost *c, int most)
 {
     if (!(c->step_ms > 0)) return most;  // no step measured: as rarely as the run allows
     // the write (the file, and rank 0's manifest) within 1 / AUTO_SPARE of the interval: the next
@@ -30,27 +32,27 @@ int auto_interval(const checkpoint_cost *c, int most)
 // This rank's figures of the first checkpoint, once it is complete: the step before it, the main
 // thread's stall, the snapshot's copy, and the writer's time (the file, and rank 0's manifest and
 // prune: the whole cycle must fit in the interval).
-static checkpoint_cost first_cost(const checkpointing *c, double step_ms)
+static ckpt_cost first_cost(const checkpointing *c, double step_ms)
 {
-    const checkpoint_figures *f = &c->fig;
-    checkpoint_cost cost = {step_ms, f->stall_ms, f->copies ? f->copy_ms / f->copies : 0,
-                            f->last_write_ms + f->last_commit_ms};
+    const ckpt_figures *f = &c->fig;
+    ckpt_cost cost = {step_ms, f->stall_ms, f->copies ? f->copy_ms / f->copies : 0,
+                      f->last_write_ms + f->last_commit_ms};
     return cost;
 }
 
 // After the batch that follows the first checkpoint: wait for it to be complete (once, counted
 // apart), agree across ranks on the worst figures, and choose the interval.
-static void choose_interval(trainer *t, fault_tolerance *ft, long i)
+static void choose_interval(trainer *t, checkpoint_restart *cr, long i)
 {
-    checkpointing *c = &ft->ckpt;
-    dist_env *d = ft->dist;
+    checkpointing *c = &cr->ckpt;
+    dist_env *d = cr->dist;
     double t0 = host_now_ms();
-    checkpoints_settle(ft, 1);  // the first checkpoint complete, its manifest written
+    checkpoints_settle(cr, 1);  // the first checkpoint complete, its manifest written
     c->fig.auto_wait_ms = host_now_ms() - t0;
-    checkpoint_cost mine = first_cost(c, c->probe_step_ms), worst = mine;
+    ckpt_cost mine = first_cost(c, c->probe_step_ms), worst = mine;
     if (d->world > 1) {  // every rank must choose the same interval: the slowest's figures, each
-        checkpoint_cost *all = (checkpoint_cost *)host_calloc((size_t)d->world, sizeof mine, "the checkpoint costs");
-        recorder_allgather(&ft->rec, d, i, &mine, all, sizeof mine, ft->dp.comm_stream, "comm");
+        ckpt_cost *all = (ckpt_cost *)host_calloc((size_t)d->world, sizeof mine, "the checkpoint costs");
+        gather(cr, &mine, all, sizeof mine);
         for (int r = 0; r < d->world; r++) {
             if (all[r].step_ms > worst.step_ms) worst.step_ms = all[r].step_ms;
             if (all[r].stall_ms > worst.stall_ms) worst.stall_ms = all[r].stall_ms;
@@ -66,13 +68,13 @@ static void choose_interval(trainer *t, fault_tolerance *ft, long i)
     c->steady_from = i + 1;
 }
 
-int checkpoint_due(trainer *t, fault_tolerance *ft, long i)
+int checkpoint_due(trainer *t, checkpoint_restart *cr, long i)
 {
-    checkpointing *c = &ft->ckpt;
+    checkpointing *c = &cr->ckpt;
     if (!c->root) return 0;
     if (!c->auto_every) return (i + 1) % c->every == 0 && i + 1 < t->opt.batches;  // none after the last batch
     if (i == c->start) c->probe_t0_ms = host_now_ms();
-    if (c->probe >= 0 && c->every == 0 && i == c->probe + 1) choose_interval(t, ft, i);
+    if (c->probe >= 0 && c->every == 0 && i == c->probe + 1) choose_interval(t, cr, i);
     if (i != c->next_due || i + 1 >= t->opt.batches) return 0;
     if (c->probe < 0) {  // the first: what it costs chooses the interval
         c->probe = i;
