@@ -12,7 +12,7 @@
 
 #include "common/base/regular_file.h"  // regular_file_open: a named pipe refused, never waited on
 #include "common/recovery/ckpt_internal.h"
-#include "common/recovery/ckpt_text.h"  // ckpt_next_key, ckpt_next_int, ckpt_next_word, ckpt_at_end
+#include "common/recovery/ckpt_text.h"  // defines: ckpt_next_key, ckpt_next_int, ckpt_next_word, ckpt_at_end
 
 #define MAX_BATCH (1LL << 32)           // a batch number, and a loss count, read from a file
 #define MANIFEST_MAX_BYTES (64 * 1024)  // every field and CKPT_MAX_RANKS lines fit well below

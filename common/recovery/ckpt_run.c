@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/recovery/ckpt_text.h"  // ckpt_next_key, ckpt_next_int, ckpt_next_word: the fields read back
+#include "common/recovery/ckpt_text.h"  // defines: ckpt_next_key, ckpt_next_int, ckpt_next_word
 
 typedef enum { INT_FIELD, LONG_FIELD, REAL_FIELD, TEXT_FIELD } field_type;
 
