@@ -1,4 +1,4 @@
-// ckpt.c: lesson 14's checkpoint files: a rank's file and the manifest, written and read
+// ckpt.c: lesson 16's checkpoint files: a rank's file and the manifest, written and read
 // (ckpt.h). The run's fields: ckpt_run.c; the text read a word at a time: ckpt_text.c; the folders
 // (check, list, prune): ckpt_folders.c.
 #define _POSIX_C_SOURCE 200809L

@@ -134,7 +134,7 @@ void ckpt_manifest_file(const char *root, long long batch, char *out, size_t siz
 // NULL when the header does not fit or memory is short.
 unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const double *losses, size_t *size,
                            uint64_t *sum);
-// The same file in parts, for a writer that lays it out itself (lesson 14's snapshot: the weights
+// The same file in parts, for a writer that lays it out itself (lesson 16's snapshot: the weights
 // land from the GPU straight into its place): the header's CKPT_HEADER_BYTES bytes (0, or -1 when
 // they do not fit), the trailer's CKPT_TRAILER_BYTES bytes for a checksum `sum` of every byte
 // before it (neither NUL-terminated), and the whole file's size.
