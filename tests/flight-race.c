@@ -16,7 +16,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "solutions/14_fault_tolerance/fault_tolerance.h"
+#include "solutions/14_fault_tolerance/recorder.h"  // defines: flight_recorder, recorder_init, recorder_record,
+                                                      //          recorder_write, recorder_destroy
 
 #define RING 16         // the ring's slots
 #define WRITES 2000000  // calls the main thread records at most while the ring is written

@@ -42,7 +42,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "solutions/16_checkpoint_restart/checkpoint_restart.h"
+// the lesson's own header, whole: the four files driven here take its state (checkpoint_restart,
+// lesson 12's ddp_state inside) and its options; a header of their pieces alone would be nearly all of it
+#include "solutions/16_checkpoint_restart/checkpoint_restart.h"  // defines: checkpoint_restart, checkpoint_save,
+                                                                  //          checkpoint_due, auto_interval,
+                                                                  //          checkpoints_setup, checkpoints_drain,
+                                                                  //          checkpoints_teardown, snapshot_due,
+                                                                  //          snapshot_copy, snapshot_hand_over,
+                                                                  //          writer_check
 
 #define PARAMS 1000    // weights a rank holds
 #define BATCHES 31     // batches a run trains

@@ -1,5 +1,6 @@
-// ckpt.c: lesson 14's checkpoint files: a rank's file and the manifest, written and read
-// (ckpt.h). The run's fields: ckpt_run.c; the folders (check, list, prune): ckpt_folders.c.
+// ckpt.c: lesson 16's checkpoint files: a rank's file and the manifest, written and read
+// (ckpt.h). The run's fields: ckpt_run.c; the text read a word at a time: ckpt_text.c; the folders
+// (check, list, prune): ckpt_folders.c.
 #define _POSIX_C_SOURCE 200809L
 #include "common/recovery/ckpt.h"
 
@@ -11,6 +12,7 @@
 
 #include "common/base/regular_file.h"  // regular_file_open: a named pipe refused, never waited on
 #include "common/recovery/ckpt_internal.h"
+#include "common/recovery/ckpt_text.h"  // defines: ckpt_next_key, ckpt_next_int, ckpt_next_word, ckpt_at_end
 
 #define MAX_BATCH (1LL << 32)           // a batch number, and a loss count, read from a file
 #define MANIFEST_MAX_BYTES (64 * 1024)  // every field and CKPT_MAX_RANKS lines fit well below

@@ -116,6 +116,12 @@ void ckpt_run_init(ckpt_run *r, int world, const int *dims, int layers, long lon
 // differs, named as its option: "was trained with --batch 64, this run has --batch 128".
 int ckpt_run_differs(const ckpt_run *have, const ckpt_run *want, unsigned fields, char *why, size_t size);
 
+// The run's fields as "key value" pairs, each followed by `sep` (' ' in a header, '\n' in a
+// manifest): the length written, or -1 when it does not fit. And their reading from *p, in that
+// order, every value within its bounds: 0 when one is missing or out of them (*p moves past them).
+int ckpt_run_write(const ckpt_run *r, char sep, char *out, size_t size);
+int ckpt_run_read(char **p, ckpt_run *r);
+
 // 0 when header `h` is rank `rank`'s of checkpoint `batch` of run `run`; else 1 and why.
 int ckpt_header_differs(const ckpt_header *h, long long batch, int rank, const ckpt_run *run, char *why, size_t size);
 
@@ -128,7 +134,7 @@ void ckpt_manifest_file(const char *root, long long batch, char *out, size_t siz
 // NULL when the header does not fit or memory is short.
 unsigned char *ckpt_encode(const ckpt_header *h, const float *params, const double *losses, size_t *size,
                            uint64_t *sum);
-// The same file in parts, for a writer that lays it out itself (lesson 14's snapshot: the weights
+// The same file in parts, for a writer that lays it out itself (lesson 16's snapshot: the weights
 // land from the GPU straight into its place): the header's CKPT_HEADER_BYTES bytes (0, or -1 when
 // they do not fit), the trailer's CKPT_TRAILER_BYTES bytes for a checksum `sum` of every byte
 // before it (neither NUL-terminated), and the whole file's size.

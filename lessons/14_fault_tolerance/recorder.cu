@@ -1,4 +1,4 @@
-// STUDENT VERSION of solutions/14_fault_tolerance/recorder.cu, made by `make lessons` (checksum 1570053898)
+// STUDENT VERSION of solutions/14_fault_tolerance/recorder.cu, made by `make lessons` (checksum 2265365725)
 // Fill in its 2 TODOs.
 // recorder.cu (lesson 14): the flight recorder. Every communication call of the rank goes into a
 // ring of its last --ring-slots calls (default RING_SLOTS), with an event recorded behind it on its stream (exercise
@@ -10,7 +10,12 @@
 #include <string.h>
 #include <time.h>  // nanosleep: the stop's short wait for a slot being filled
 
-#include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
+#include "recorder.h"  // defines: flight_recorder (and through it dist.h's and flight.h's names)
+
+#include "common/base/check.h"        // defines: CUDA_CHECK
+#include "common/base/stderr_line.h"  // defines: stderr_line
+#include "common/gpu/memory.h"        // defines: host_calloc
+#include "common/model/data.h"        // defines: fnv1a, FNV1A_START
 
 void recorder_init(flight_recorder *r, dist_env *d, int slots)
 {

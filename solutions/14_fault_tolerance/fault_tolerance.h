@@ -1,7 +1,7 @@
 // fault_tolerance.h: lesson 14's types, and what its files call in one another (the overview
-// is in main.cu). recorder.cu: the flight recorder; train.cu: lesson 12's data-parallel step
-// and loop, every NCCL call recorded, the faults injected, the fingerprint check; report.cu: the
-// checks across ranks and the report; main.cu: setup, options, main.
+// is in main.cu). recorder.cu: the flight recorder (its own header: recorder.h); train.cu: lesson
+// 12's data-parallel step and loop, every NCCL call recorded, the faults injected, the fingerprint
+// check; report.cu: the checks across ranks and the report; main.cu: setup, options, main.
 #ifndef FAULT_TOLERANCE_H
 #define FAULT_TOLERANCE_H
 
@@ -28,6 +28,9 @@
 
 #include "common/base/stderr_line.h"  // defines: stderr_line
 
+#include "recorder.h"  // defines: flight_recorder, RING_SLOTS, recorder_init, recorder_record, recorder_write,
+                       //          recorder_allgather, recorder_stop_hook, recorder_destroy
+
 // lesson 12's library (its solution, linked: the Makefile's STANDS_ON), its one face: its step
 // (ddp_setup, ddp_step, ddp_average_losses, ddp_prepare_shard), its loop's copy
 // (ddp_copy_batch), its options, a rank's bring-up, its checksums, lesson 08's loss ring
@@ -40,7 +43,6 @@
                                            //          DDP_SHARD, DDP_LOSS_RING, DDP_SYNC_INTERVAL,
                                            //          DDP_MAX_BUCKETS, ddp_checksums_of, ddp_checksums_agree
 
-#define RING_SLOTS 256        // the flight recorder keeps this many calls, by default
 #define FINGERPRINT_EVERY 10  // batches between two fingerprint checks, by default (a check before batch 0 too)
 
 // The faults --fault injects, on rank --fault-rank at batch --fault-at-batch, in the first
@@ -62,25 +64,6 @@ typedef struct {
     int ring_slots;         // --ring-slots
     dist_fault fault;       // --fault (fault_kind's words), --fault-rank, --fault-at-batch, LAUNCH_ATTEMPT
 } options;
-
-// Every communication call of this rank, the last `slots` of them kept: what it was, and an
-// event recorded behind it on its stream, asked when the ring is written whether it has fired.
-typedef struct {
-    dist_env *dist;
-    int slots;
-    flight_entry *ring;     // entry of call `seq` at ring[seq % slots]
-    cudaEvent_t *done;      // its completion event, at done[seq % slots]
-    long long calls;        // calls recorded so far: the next one's seq
-    long long collectives;  // collectives recorded so far: the next one's index (what NCCL pairs by)
-    uint64_t hash;          // FNV-1a of what every call was (op, count, bytes, part, batch): the fingerprint
-    char path[1200];        // flight.RUN.rankR beside the rendezvous ("" where there is none)
-    int written;            // the ring was written (the stop hook, or the end of the run)
-    // The stop hook may copy the ring on the watchdog thread while the main thread, back from the
-    // NCCL call it was in, records the next call: each says what it does before it looks at what
-    // the other does (recorder.cu), so the copy never reads a slot being filled.
-    int filling;  // the main thread is filling a slot
-    int frozen;   // the ring is being written: nothing more is recorded
-} flight_recorder;
 
 // The fingerprint check's exchange, made once: a check allocates nothing (cudaFree and
 // cudaFreeHost would wait for the whole device) and waits for its own all-gather alone.
@@ -107,16 +90,6 @@ static inline int fault_now(const fault_tolerance *ft, int kind, long batch)
 {
     return dist_fault_now(ft->dist, &ft->fault, kind, batch);
 }
-
-// recorder.cu
-void recorder_init(flight_recorder *r, dist_env *d, int slots);
-void recorder_destroy(flight_recorder *r);
-void recorder_record(flight_recorder *r, flight_op op, long batch, int part, size_t count, size_t elem_bytes, int peer,
-                     cudaStream_t stream, const char *stream_name);
-void recorder_write(flight_recorder *r, const char *why);
-void recorder_allgather(flight_recorder *r, dist_env *d, long batch, const void *mine, void *all, size_t bytes,
-                        cudaStream_t stream, const char *stream_name);
-void recorder_stop_hook(void *ctx);  // dist_env's on_stop: the ring is written on any stop
 
 // train.cu
 void step_hooks(fault_tolerance *ft);  // lesson 12's step calls back into this lesson: the recorder, the faults

@@ -8,7 +8,12 @@
 #include <string.h>
 #include <time.h>  // nanosleep: the stop's short wait for a slot being filled
 
-#include "fault_tolerance.h"  // the lesson's types, and through it the course's headers
+#include "recorder.h"  // defines: flight_recorder (and through it dist.h's and flight.h's names)
+
+#include "common/base/check.h"        // defines: CUDA_CHECK
+#include "common/base/stderr_line.h"  // defines: stderr_line
+#include "common/gpu/memory.h"        // defines: host_calloc
+#include "common/model/data.h"        // defines: fnv1a, FNV1A_START
 
 void recorder_init(flight_recorder *r, dist_env *d, int slots)
 {
